@@ -1,0 +1,50 @@
+"""nearDupe: keep near-duplicate web pages out of a Scrapy crawl's storage."""
+
+from __future__ import annotations
+
+from nearDupe.addon import Addon
+from nearDupe.errors import (
+    IndexFileError,
+    IndexLocked,
+    IndexSettingsMismatch,
+    NearDupeError,
+    NearDuplicate,
+    StoreUnavailable,
+)
+from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.simhash import fingerprint, hamming, simhash
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Addon",
+    "FeatureSettings",
+    "IndexFileError",
+    "IndexLocked",
+    "IndexSettingsMismatch",
+    "NearDupeError",
+    "NearDuplicate",
+    "StoreUnavailable",
+    "__version__",
+    "extract_features",
+    "fingerprint",
+    "hamming",
+    "simhash",
+    "tokenize",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Lazily export the numba-backed index classes (workers never need to compile them)."""
+    if name in {"BlockIndex", "Design", "EmbeddedIndex", "IndexHeader", "Match", "open_store"}:
+        from nearDupe import designs, index, store
+
+        return {
+            "BlockIndex": index.BlockIndex,
+            "Design": designs.Design,
+            "EmbeddedIndex": store.EmbeddedIndex,
+            "IndexHeader": store.IndexHeader,
+            "Match": store.Match,
+            "open_store": store.open_store,
+        }[name]
+    raise AttributeError(f"module 'nearDupe' has no attribute {name!r}")

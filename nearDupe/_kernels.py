@@ -1,0 +1,134 @@
+"""Compiled (numba) inner loops of the block-permutation index: permute, search, popcount.
+
+numpy spends about 1 µs of call overhead per array operation and a query needs about six per
+table; these loops do a whole query in one call (see benchmarks/index_bench.py). Arguments are
+packed into few arrays because numba's per-argument dispatch cost dominates a single query.
+All values are uint64: numba, like numpy, turns uint64 mixed with signed ints into floats.
+
+Layouts: ``perm[t]`` = [segments, prefix_shift, src_0.., dst_0.., mask_0..] for table t (see
+Design.packed); ``out`` = uint64 (2, cap): matched fingerprints in row 0, distances in row 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_ONE = np.uint64(1)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_S56 = np.uint64(56)
+
+
+@njit(cache=True, inline="always")
+def popcount(x: np.uint64) -> int:
+    """Number of set bits (SWAR)."""
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return int((x * _H01) >> _S56)
+
+
+@njit(cache=True, inline="always")
+def _permute(x, p, inverse):
+    n = p[0]
+    y = np.uint64(0)
+    for s in range(n):
+        src, dst, mask = p[2 + s], p[2 + n + s], p[2 + 2 * n + s]
+        if inverse:
+            src, dst = dst, src
+        y |= ((x >> src) & mask) << dst
+    return y
+
+
+@njit(cache=True, inline="always")
+def _record(fp, d, out, n_out):
+    cap = out.shape[1]
+    for j in range(min(n_out, cap)):
+        if out[0, j] == fp:
+            return n_out
+    if n_out < cap:
+        out[0, n_out] = fp
+        out[1, n_out] = d
+    return n_out + 1
+
+
+@njit(cache=True)
+def directory(row, bits):
+    """Start offset in the sorted row of every value of its top ``bits`` bits (plus the end)."""
+    size = 1 << bits
+    out = np.empty(size + 1, dtype=np.int64)
+    out[0] = 0
+    out[size] = row.shape[0]
+    if bits == 0:
+        return out
+    shift = np.uint64(64 - bits)
+    j = 0
+    for top in range(size):
+        while j < row.shape[0] and (row[j] >> shift) < np.uint64(top):
+            j += 1
+        out[top] = j
+    return out
+
+
+@njit(cache=True)
+def query_run(keys, dirs, q, k, perm, out, n_out):
+    """Add to ``out`` the fingerprints of one sorted run within distance k of q.
+
+    keys[t] holds table t's permuted fingerprints, sorted; dirs[t] maps their top bits to
+    offsets. Returns the new match count, which exceeds out's capacity when it overflowed
+    (the caller retries with more room).
+    """
+    size = dirs.shape[1] - 1
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    dshift = np.uint64(64 - bits)
+    for t in range(keys.shape[0]):
+        p = perm[t]
+        qp = _permute(q, p, False)
+        sh = p[1]
+        lo_key = (qp >> sh) << sh
+        hi_key = lo_key | ((_ONE << sh) - _ONE)
+        row = keys[t]
+        top = (qp >> dshift) if bits else np.uint64(0)
+        lo, hi = dirs[t, top], dirs[t, top + _ONE]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if row[mid] < lo_key:
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo
+        while i < row.shape[0] and row[i] <= hi_key:
+            d = popcount(row[i] ^ qp)
+            if d <= k:
+                n_out = _record(_permute(row[i], p, True), d, out, n_out)
+            i += 1
+    return n_out
+
+
+@njit(cache=True)
+def query_buffer(buf, n, q, k, out, n_out):
+    """Add to ``out`` the first n fingerprints of an unsorted buffer within distance k of q."""
+    for i in range(n):
+        d = popcount(buf[i] ^ q)
+        if d <= k:
+            n_out = _record(buf[i], d, out, n_out)
+    return n_out
+
+
+@njit(cache=True)
+def query_run_many(keys, dirs, qs, k, perm, out, n_out):
+    """query_run for each qs[i], into out[i] and n_out[i]."""
+    for i in range(qs.shape[0]):
+        n_out[i] = query_run(keys, dirs, qs[i], k, perm, out[i], n_out[i])
+
+
+@njit(cache=True)
+def query_buffer_many(buf, n, qs, k, out, n_out):
+    """query_buffer for each qs[i], into out[i] and n_out[i]."""
+    for i in range(qs.shape[0]):
+        n_out[i] = query_buffer(buf, n, qs[i], k, out[i], n_out[i])

@@ -1,0 +1,83 @@
+"""NEARDUPE_* setting names, defaults and the frozen config read once from Scrapy settings."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import BaseSettings
+from scrapy.utils.project import data_path
+
+from nearDupe.designs import Design
+from nearDupe.features import FeatureSettings
+from nearDupe.store.base import IndexHeader
+
+#: Every setting nearDupe reads, with its default (documented in the README's table).
+DEFAULTS: dict[str, object] = {
+    "NEARDUPE_ENABLED": True,
+    "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
+    "NEARDUPE_INDEX_NAME": "neardupe",
+    "NEARDUPE_K": 3,
+    "NEARDUPE_DESIGN": "4-table",
+    "NEARDUPE_MIN_TEXT_LENGTH": 200,
+    "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
+    "NEARDUPE_TEXT_FIELD": None,
+    "NEARDUPE_REPORT": None,
+    "NEARDUPE_WORKERS": None,  # None: one process per CPU core; 0: a thread, no processes
+    "NEARDUPE_COMMIT_INTERVAL": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """nearDupe's settings, read and checked once."""
+
+    index: str
+    index_name: str = "neardupe"
+    k: int = 3
+    design: str = "4-table"
+    min_text_length: int = 200
+    max_html_chars: int = 2_000_000
+    text_field: str | None = None
+    report: str | None = None
+    workers: int = 0
+    commit_interval: float = 1.0
+    features: FeatureSettings = field(default_factory=FeatureSettings)
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Config:
+        """Read NEARDUPE_* settings; raise NotConfigured when nearDupe is disabled."""
+        if not settings.getbool("NEARDUPE_ENABLED", True):
+            raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
+        design = settings.get("NEARDUPE_DESIGN") or "4-table"
+        try:
+            design_k = Design.named(design).k
+        except ValueError as exc:
+            raise ValueError(f"NEARDUPE_DESIGN: {exc}") from None
+        k = settings.getint("NEARDUPE_K", 3)
+        if not 0 <= k <= design_k:
+            raise ValueError(f"NEARDUPE_K={k} must be within 0..{design_k} for design {design}")
+        workers = settings.get("NEARDUPE_WORKERS")
+        return cls(
+            index=settings.get("NEARDUPE_INDEX") or data_path("neardupe", createdir=False),
+            index_name=settings.get("NEARDUPE_INDEX_NAME") or "neardupe",
+            k=k,
+            design=design,
+            min_text_length=settings.getint("NEARDUPE_MIN_TEXT_LENGTH", 200),
+            max_html_chars=settings.getint("NEARDUPE_MAX_HTML_CHARS", 2_000_000),
+            text_field=settings.get("NEARDUPE_TEXT_FIELD") or None,
+            report=settings.get("NEARDUPE_REPORT") or None,
+            workers=(os.cpu_count() or 1) if workers is None else int(workers),
+            commit_interval=settings.getfloat("NEARDUPE_COMMIT_INTERVAL", 1.0),
+        )
+
+    @property
+    def header(self) -> IndexHeader:
+        """The index header these settings require."""
+        return IndexHeader.for_settings(self.design, self.k, self.features)
+
+    @property
+    def is_redis(self) -> bool:
+        """Whether the index is a shared Redis rather than the embedded directory."""
+        return self.index.startswith(("redis://", "rediss://", "unix://"))

@@ -1,0 +1,24 @@
+"""One-line enabling: ``ADDONS = {"nearDupe.Addon": 500}``."""
+
+from __future__ import annotations
+
+from scrapy.settings import BaseSettings
+
+#: Component -> (setting, priority). The downloader middleware sits close to the engine so it
+#: sees final, decompressed responses after redirects; the spider middleware sits last before
+#: the engine so it sees the items other spider middlewares let through; the pipeline runs
+#: early so dropped items never reach storage pipelines.
+COMPONENTS = {
+    "nearDupe.middleware.NearDupeDownloaderMiddleware": ("DOWNLOADER_MIDDLEWARES", 100),
+    "nearDupe.links.NearDupeSpiderMiddleware": ("SPIDER_MIDDLEWARES", 25),
+    "nearDupe.pipeline.NearDupePipeline": ("ITEM_PIPELINES", 100),
+}
+
+
+class Addon:
+    """Enables nearDupe's downloader middleware, spider middleware and item pipeline."""
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        """Add the components unless the user already placed them."""
+        for component, (setting, priority) in COMPONENTS.items():
+            settings.setdefault_in_component_priority_dict(setting, component, priority)

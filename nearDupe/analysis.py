@@ -1,0 +1,62 @@
+"""Page -> Analysis: main text, language and fingerprint (runs in worker processes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nearDupe.features import FeatureSettings, tokenize
+from nearDupe.simhash import fingerprint
+from nearDupe.text import extract_main_text
+
+_CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
+
+#: The request/response meta key holding a page's :class:`Analysis`.
+META_KEY = "neardupe"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted."""
+
+    text: str
+    fingerprint: int | None
+    language: str
+    skip_reason: str | None = None
+
+    @property
+    def text_length(self) -> int:
+        """Characters of main text."""
+        return len(self.text)
+
+
+def language_of(text: str) -> str:
+    """'zh' when CJK ideographs make up over a fifth of the letters, else 'en' (Latin etc.)."""
+    letters = sum(1 for c in text if c.isalpha())
+    if not letters:
+        return "unknown"
+    cjk = sum(1 for c in text if _CJK_MIN <= c <= _CJK_MAX)
+    return "zh" if cjk * 5 > letters else "en"
+
+
+def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analysis:
+    """Fingerprint main text, or say why not (too short for a reliable simhash)."""
+    text = text.strip()
+    language = language_of(text)
+    if not text:
+        return Analysis(text, None, language, "no-text")
+    if len(text) < min_length:
+        return Analysis(text, None, language, "short-text")
+    return Analysis(text, fingerprint(text, features), language)
+
+
+def analyze_html(
+    html: str, min_length: int, max_chars: int, features: FeatureSettings
+) -> Analysis:
+    """Extract the main text of a decoded HTML page, then :func:`analyze_text` it."""
+    return analyze_text(extract_main_text(html, max_chars=max_chars), min_length, features)
+
+
+def warm_up(features: FeatureSettings) -> None:
+    """Load jieba's dictionary and the IDF tables once per worker process, before pages come."""
+    tokenize("warm up 预热")
+    analyze_text("warm up " * 50 + "预热" * 50, 0, features)

@@ -1,0 +1,29 @@
+"""Exceptions raised by nearDupe."""
+
+from __future__ import annotations
+
+from scrapy.exceptions import DropItem
+
+
+class NearDupeError(Exception):
+    """Base class of nearDupe's own errors."""
+
+
+class IndexFileError(NearDupeError):
+    """An index file or directory cannot be used: corrupt, unreadable, locked or mismatched."""
+
+
+class IndexSettingsMismatch(IndexFileError):
+    """The index was built with other settings (algorithm, design, features) than requested."""
+
+
+class IndexLocked(IndexFileError):
+    """Another process holds the embedded index open."""
+
+
+class StoreUnavailable(NearDupeError):
+    """The shared store (Redis) cannot be reached right now."""
+
+
+class NearDuplicate(DropItem):
+    """The item's page is a near-duplicate of a page already kept; Scrapy counts it per class."""

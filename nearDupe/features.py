@@ -1,0 +1,125 @@
+"""Text -> weighted features: Unicode words, jieba-segmented Chinese, TF-IDF weights."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Literal
+
+import numpy as np
+
+#: Runs of CJK ideographs (segmented with jieba); everything else is split on \w+.
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+_WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"\d+")
+
+#: wordfreq frequency assigned to English words it does not know (about one in 10^8).
+_UNKNOWN_FREQ = 1e-8
+
+
+@dataclass(frozen=True)
+class FeatureSettings:
+    """How text becomes features; stored in the index header so fingerprints stay comparable."""
+
+    kind: Literal["words", "shingles"] = "words"
+    shingle: int = 2
+    weighting: Literal["tfidf", "tf"] = "tfidf"
+    sublinear_tf: bool = True
+    top_n: int | None = None
+    digits: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as a plain dict (for headers and reports)."""
+        return asdict(self)
+
+
+@cache
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return jieba
+
+
+@cache
+def _chinese_idf() -> tuple[dict[str, float], float]:
+    """jieba's shipped IDF table and its median (the weight of unknown words)."""
+    from jieba.analyse import default_tfidf
+
+    return default_tfidf.idf_freq, default_tfidf.median_idf
+
+
+@cache
+def _english_idf() -> dict[str, float]:
+    """-ln(frequency) from wordfreq's fixed English word list: an IDF that never drifts."""
+    import wordfreq
+
+    return {w: -math.log(f) for w, f in wordfreq.get_frequency_dict("en", "large").items()}
+
+
+def tokenize(text: str) -> list[str]:
+    """NFKC-normalize and case-fold text, then split it into words (jieba for Chinese runs)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    tokens: list[str] = []
+    pos = 0
+    for match in _CJK_RUN.finditer(text):
+        tokens.extend(_WORD.findall(text, pos, match.start()))
+        tokens.extend(t for t in _jieba().lcut(match.group(), HMM=True) if t.strip())
+        pos = match.end()
+    tokens.extend(_WORD.findall(text, pos))
+    return tokens
+
+
+def _idf(token: str) -> float:
+    if _CJK_RUN.match(token):
+        table, median = _chinese_idf()
+        return table.get(token, median)
+    return _english_idf().get(token, -math.log(_UNKNOWN_FREQ))
+
+
+def extract_features(
+    text: str, settings: FeatureSettings | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Return the distinct features of ``text`` and their weights (float64, all > 0)."""
+    settings = settings or FeatureSettings()
+    tokens = tokenize(text)
+    if not settings.digits:
+        tokens = [t for t in tokens if not _DIGITS.fullmatch(t)]
+    if settings.kind == "shingles" and len(tokens) >= settings.shingle:
+        n = settings.shingle
+        grams = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    else:
+        grams = tokens
+    counts = Counter(grams)
+    if not counts:
+        return [], np.zeros(0, dtype=np.float64)
+    features = list(counts)
+    tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    if settings.sublinear_tf:
+        tf = 1.0 + np.log(tf)
+    if settings.weighting == "tfidf":
+        idf = np.fromiter(
+            (_feature_idf(f, settings) for f in features), dtype=np.float64, count=len(features)
+        )
+        weights = tf * idf
+    else:
+        weights = tf
+    if settings.top_n is not None and len(features) > settings.top_n:
+        # Stable tie-break on the feature itself keeps the choice machine-independent.
+        order = sorted(range(len(features)), key=lambda i: (-weights[i], features[i]))
+        keep = order[: settings.top_n]
+        features = [features[i] for i in keep]
+        weights = weights[keep]
+    return features, weights
+
+
+def _feature_idf(feature: str, settings: FeatureSettings) -> float:
+    if settings.kind == "shingles":
+        parts = feature.split(" ")
+        return sum(_idf(p) for p in parts) / len(parts)
+    return _idf(feature)

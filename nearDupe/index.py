@@ -1,0 +1,183 @@
+"""In-memory exact Hamming-ball index: block-permuted sorted runs plus a small insert buffer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from nearDupe import _kernels
+from nearDupe.designs import Design
+
+_OUT_CAP = 64
+
+
+@dataclass(frozen=True)
+class Run:
+    """Sorted permuted fingerprints, one row per table, with a directory on the top bits."""
+
+    keys: np.ndarray
+    dirs: np.ndarray
+    bits: int
+
+    @classmethod
+    def build(cls, design: Design, keys: np.ndarray) -> Run:
+        """Wrap sorted rows, adding a directory of about n/4 entries per table (<= 8 B/fp)."""
+        n = keys.shape[1]
+        bits = max(0, min(min(t.prefix_bits for t in design.tables), n.bit_length() - 3, 24))
+        dirs = np.stack([_kernels.directory(row, bits) for row in keys])
+        return cls(keys, dirs, bits)
+
+    def __len__(self) -> int:
+        return self.keys.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of keys and directory."""
+        return self.keys.nbytes + self.dirs.nbytes
+
+
+class BlockIndex:
+    """All stored fingerprints within Hamming distance k of a query, exactly.
+
+    Each run is a (tables, n) uint64 array: row t holds every fingerprint of the run under
+    table t's permutation, sorted, so a query binary-searches its own prefix in each row.
+    New fingerprints go to an unsorted buffer that queries scan directly; a full buffer becomes
+    a run, and runs of similar size are merged (a log-structured merge), so an insert never
+    re-sorts everything.
+    """
+
+    def __init__(self, design: Design, *, buffer_size: int = 1024, fanout: int = 8) -> None:
+        self.design = design
+        self.fanout = fanout
+        self._perm = design.packed
+        self._out = np.zeros((2, _OUT_CAP), dtype=np.uint64)
+        self._runs: list[Run] = []
+        self._buffer = np.zeros(buffer_size, dtype=np.uint64)
+        self._buffered = 0
+
+    @property
+    def k(self) -> int:
+        """The largest distance this index's design answers exactly."""
+        return self.design.k
+
+    def __len__(self) -> int:
+        return sum(len(run) for run in self._runs) + self._buffered
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the runs and the buffer."""
+        return sum(run.nbytes for run in self._runs) + self._buffer.nbytes
+
+    def add(self, fp: int) -> None:
+        """Store one fingerprint."""
+        self._buffer[self._buffered] = fp
+        self._buffered += 1
+        if self._buffered == len(self._buffer):
+            self.flush()
+
+    def add_many(self, fps: Iterable[int] | np.ndarray) -> None:
+        """Store many fingerprints at once (one sorted run, then merges)."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        if fps.size:
+            self._runs.append(self._build_run(fps))
+            self._merge_small_runs()
+
+    def flush(self) -> None:
+        """Turn the insert buffer into a sorted run."""
+        if self._buffered:
+            self._runs.append(self._build_run(self._buffer[: self._buffered]))
+            self._buffered = 0
+            self._merge_small_runs()
+
+    def compact(self) -> np.ndarray:
+        """Merge everything into one run and return it (the form that is saved to disk)."""
+        self.flush()
+        if not self._runs:
+            return np.zeros((len(self.design.tables), 0), dtype=np.uint64)
+        if len(self._runs) > 1:
+            self._runs = [self._merge(self._runs)]
+        return self._runs[0].keys
+
+    @classmethod
+    def from_run(cls, design: Design, run: np.ndarray, **kwargs: int) -> BlockIndex:
+        """An index over a run made by :meth:`compact` (same design), without re-sorting."""
+        if run.ndim != 2 or run.shape[0] != len(design.tables) or run.dtype != np.uint64:
+            raise ValueError(
+                f"run of shape {run.shape} and dtype {run.dtype} does not fit design "
+                f"{design.name} ({len(design.tables)} tables of uint64)"
+            )
+        index = cls(design, **kwargs)
+        if run.shape[1]:
+            index._runs.append(Run.build(design, run))
+        return index
+
+    def fingerprints(self) -> np.ndarray:
+        """Every stored fingerprint (unsorted)."""
+        parts = [self.design.unpermute(0, run.keys[0]) for run in self._runs]
+        parts.append(self._buffer[: self._buffered].copy())
+        return np.concatenate(parts)
+
+    def query(self, fp: int, k: int | None = None) -> list[tuple[int, int]]:
+        """(fingerprint, distance) of every stored fingerprint within k, nearest first."""
+        k = self._check_k(k)
+        q = np.uint64(fp)
+        out = self._out
+        while True:
+            n = 0
+            for run in self._runs:
+                n = _kernels.query_run(run.keys, run.dirs, q, k, self._perm, out, n)
+            n = _kernels.query_buffer(self._buffer, self._buffered, q, k, out, n)
+            if n <= out.shape[1]:
+                return _sorted_matches(out[:, :n])
+            out = np.zeros((2, n), dtype=np.uint64)
+
+    def query_many(
+        self, fps: Iterable[int] | np.ndarray, k: int | None = None
+    ) -> list[list[tuple[int, int]]]:
+        """:meth:`query` for many fingerprints, one compiled loop per run."""
+        k = self._check_k(k)
+        qs = np.asarray(fps, dtype=np.uint64)
+        cap = _OUT_CAP
+        while True:
+            out = np.zeros((len(qs), 2, cap), dtype=np.uint64)
+            n = np.zeros(len(qs), dtype=np.int64)
+            for run in self._runs:
+                _kernels.query_run_many(run.keys, run.dirs, qs, k, self._perm, out, n)
+            _kernels.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
+            if n.size == 0 or n.max() <= cap:
+                return [
+                    _sorted_matches(out[i, :, :c]) if c else [] for i, c in enumerate(n.tolist())
+                ]
+            cap = int(n.max())
+
+    def _check_k(self, k: int | None) -> int:
+        if k is None:
+            return self.design.k
+        if not 0 <= k <= self.design.k:
+            raise ValueError(f"k={k} is outside 0..{self.design.k} for design {self.design.name}")
+        return k
+
+    def _build_run(self, fps: np.ndarray) -> Run:
+        keys = np.empty((len(self.design.tables), len(fps)), dtype=np.uint64)
+        for t in range(len(self.design.tables)):
+            keys[t] = np.sort(self.design.permute(t, fps))
+        return Run.build(self.design, keys)
+
+    def _merge(self, runs: list[Run]) -> Run:
+        # A stable sort of concatenated sorted runs is a linear-time merge (timsort gallops).
+        keys = np.sort(np.concatenate([r.keys for r in runs], axis=1), axis=1, kind="stable")
+        return Run.build(self.design, keys)
+
+    def _merge_small_runs(self) -> None:
+        runs = self._runs
+        while len(runs) > 1 and len(runs[-1]) * self.fanout >= len(runs[-2]):
+            runs[-2:] = [self._merge(runs[-2:])]
+
+
+def _sorted_matches(out: np.ndarray) -> list[tuple[int, int]]:
+    if out.shape[1] == 0:
+        return []
+    fps, dists = out.tolist()
+    return sorted(zip(fps, dists, strict=True), key=lambda m: (m[1], m[0]))

@@ -1,0 +1,203 @@
+"""Item pipeline: keep the first copy of each page, drop its near-duplicates before storage."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+
+from nearDupe._settings import Config
+from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.errors import NearDuplicate
+from nearDupe.links import ItemLinks
+from nearDupe.report import Decision, ReportWriter
+from nearDupe.store import Store, open_store
+from nearDupe.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: Pages whose decision is remembered, so every item of a page gets the same one.
+_PAGE_MEMORY = 10_000
+#: Fingerprints kept while the index is unreachable, replayed into it when it returns.
+_BACKLOG_LIMIT = 100_000
+#: After an index failure, items are kept without asking it for this long.
+_RETRY_AFTER = 5.0
+
+
+class NearDupePipeline:
+    """Decides each item from its page's fingerprint (or NEARDUPE_TEXT_FIELD) and the index."""
+
+    def __init__(self, crawler: Crawler, config: Config) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.stats = crawler.stats
+        self.links = ItemLinks.of(crawler)
+        self.store: Store | None = None
+        self.report: ReportWriter | None = None
+        self._decided: OrderedDict[tuple[str, int], Decision] = OrderedDict()
+        self._deciding: dict[tuple[str, int], list[Deferred[Decision]]] = {}
+        self._backlog: deque[tuple[int, str]] = deque(maxlen=_BACKLOG_LIMIT)
+        self._down_until = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
+        """Build from settings (NotConfigured when disabled)."""
+        return cls(crawler, Config.from_settings(crawler.settings))
+
+    async def open_spider(self) -> None:
+        """Open the index (a bad index stops the crawl here, with the reason) and the report."""
+        self.store = open_store(self.config.index, self.config.header, **self._store_options())
+        if self.config.report:
+            self.report = ReportWriter(self.config.report)
+        logger.info(
+            "nearDupe: index %s (%s, k=%d) holds %d pages",
+            self.config.index,
+            self.config.design,
+            self.config.k,
+            await self.store.count(),
+        )
+
+    def _store_options(self) -> dict[str, Any]:
+        if self.config.is_redis:
+            return {"name": self.config.index_name}
+        return {"commit_interval": self.config.commit_interval}
+
+    async def close_spider(self) -> None:
+        """Replay what the index missed, close it and the report, log one summary line."""
+        if self.store is not None:
+            await self._replay_backlog()
+            size = await self.store.count()
+            self.stats.set_value("neardupe/index_size", size)
+            await self.store.close()
+        if self.report is not None:
+            self.report.close()
+        get = self.stats.get_value
+        logger.info(
+            "nearDupe: %d items seen, %d kept, %d dropped as near-duplicates, %d skipped %s",
+            get("neardupe/seen", 0),
+            get("neardupe/kept", 0),
+            get("neardupe/dropped", 0),
+            sum(v for k, v in self.stats.get_stats().items() if k.startswith("neardupe/skipped/")),
+            {
+                k.rsplit("/", 1)[1]: v
+                for k, v in self.stats.get_stats().items()
+                if k.startswith("neardupe/skipped/")
+            },
+        )
+
+    async def process_item(self, item: Any) -> Any:
+        """Return the item, or raise NearDuplicate naming the page it duplicates."""
+        decision = await self.decide(item)
+        self._record(decision)
+        if decision.decision == "dropped":
+            raise NearDuplicate(decision.message, log_level="INFO")
+        return item
+
+    async def decide(self, item: Any) -> Decision:
+        """The decision for one item."""
+        link = self.links.pop(item)
+        url, analysis = link if link else (None, None)
+        adapter = ItemAdapter(item)
+        url = url or str(adapter.get("url") or "")
+        if self.config.text_field:
+            analysis = await self._analyze_field(adapter, analysis)
+        if analysis is None:
+            return Decision(url, "skipped", reason="no-page")
+        if analysis.skip_reason or analysis.fingerprint is None:
+            return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
+        return await self._page_decision(url, analysis.fingerprint)
+
+    async def _analyze_field(
+        self, adapter: ItemAdapter, page: Analysis | None
+    ) -> Analysis | None:
+        text = adapter.get(self.config.text_field)
+        if not isinstance(text, str):
+            return page if page is not None else Analysis("", None, "unknown", "no-text-field")
+        pool = WorkerPool.of(self.crawler, self.config.workers, self.config.features)
+        return await pool.run(
+            analyze_text, text, self.config.min_text_length, self.config.features
+        )
+
+    async def _page_decision(self, url: str, fp: int) -> Decision:
+        page = (url, fp)
+        if page in self._decided:
+            self._decided.move_to_end(page)
+            return self._decided[page]
+        if page in self._deciding:
+            waiter: Deferred[Decision] = Deferred()
+            self._deciding[page].append(waiter)
+            return await maybe_deferred_to_future(waiter)
+        self._deciding[page] = []
+        try:
+            decision = await self._check(url, fp)
+        finally:
+            waiters = self._deciding.pop(page)
+        self._decided[page] = decision
+        if len(self._decided) > _PAGE_MEMORY:
+            self._decided.popitem(last=False)
+        for waiter in waiters:
+            waiter.callback(decision)
+        return decision
+
+    async def _check(self, url: str, fp: int) -> Decision:
+        assert self.store is not None, "open_spider opens the store"
+        if time.monotonic() < self._down_until:
+            return self._keep_unchecked(url, fp)
+        try:
+            match = await self.store.check_and_add(fp, url)
+        except Exception as exc:
+            logger.error(
+                "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
+                "recording their fingerprints later",
+                self.config.index,
+                exc,
+                _RETRY_AFTER,
+            )
+            self._down_until = time.monotonic() + _RETRY_AFTER
+            return self._keep_unchecked(url, fp)
+        if self._backlog:
+            await self._replay_backlog()
+        if match is None:
+            return Decision(url, "kept", fp)
+        return Decision(url, "dropped", fp, match.key, match.distance)
+
+    def _keep_unchecked(self, url: str, fp: int) -> Decision:
+        self._backlog.append((fp, url))
+        self.stats.inc_value("neardupe/index_errors")
+        return Decision(url, "kept", fp, reason="index-unavailable")
+
+    async def _replay_backlog(self) -> None:
+        assert self.store is not None
+        while self._backlog:
+            fp, url = self._backlog[0]
+            try:
+                match = await self.store.check_and_add(fp, url)
+            except Exception:
+                return
+            self._backlog.popleft()
+            if match is not None:
+                self.stats.inc_value("neardupe/kept_while_index_down_duplicates")
+                logger.warning(
+                    "nearDupe: %s, kept while the index was down, is a near-duplicate of %s",
+                    url,
+                    match.key,
+                )
+
+    def _record(self, decision: Decision) -> None:
+        self.stats.inc_value("neardupe/seen")
+        if decision.decision == "skipped":
+            self.stats.inc_value(f"neardupe/skipped/{decision.reason}")
+        else:
+            self.stats.inc_value(f"neardupe/{decision.decision}")
+        if decision.distance is not None:
+            self.stats.inc_value(f"neardupe/distance/{decision.distance}")
+        if self.report is not None:
+            self.report.write(decision)

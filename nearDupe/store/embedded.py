@@ -1,0 +1,250 @@
+"""The embedded persistent index: SQLite (WAL) holds every page, a numpy snapshot reopens fast.
+
+Layout of the index directory:
+  pages.sqlite3   table ``pages(id, fp, key, added)`` plus ``meta`` (header, snapshot info);
+                  SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
+                  loses at most the pages added since the last commit (``commit_interval``).
+  tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
+                  close; if missing, stale or unreadable the tables are rebuilt from SQLite.
+  lock            held (flock) while a process has the index open: one writer at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from nearDupe.designs import Design
+from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
+from nearDupe.index import BlockIndex
+from nearDupe.store.base import IndexHeader, Match
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock
+    fcntl = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
+
+_SIGN = 1 << 63
+_DB, _SNAPSHOT, _LOCK = "pages.sqlite3", "tables.npy", "lock"
+
+
+def to_signed(fp: int) -> int:
+    """A uint64 fingerprint as SQLite's signed 64-bit INTEGER."""
+    return fp - (1 << 64) if fp >= _SIGN else fp
+
+
+def to_unsigned(value: int) -> int:
+    """Inverse of :func:`to_signed`."""
+    return value + (1 << 64) if value < 0 else value
+
+
+class EmbeddedIndex:
+    """A persistent near-duplicate index in one directory, for one process at a time."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: IndexHeader | None = None,
+        *,
+        commit_interval: float = 1.0,
+    ) -> None:
+        self.path = Path(path)
+        self.header = header or IndexHeader()
+        self.k = self.header.k
+        self.commit_interval = commit_interval
+        self._lock_file = self._lock()
+        try:
+            self._db = self._connect()
+            self._check_header()
+            self.index = self._load_tables()
+        except BaseException:
+            self._unlock()
+            raise
+        self._last_commit = time.monotonic()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _lock(self):  # noqa: ANN202 - a file object
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            lock_file = open(self.path / _LOCK, "a+b")  # noqa: SIM115 - held while open
+        except OSError as exc:
+            raise IndexFileError(f"cannot open index directory {self.path}: {exc}") from exc
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock_file.close()
+                raise IndexLocked(
+                    f"index {self.path} is open in another process; the embedded index serves "
+                    "one process at a time: share an index between processes with "
+                    "NEARDUPE_INDEX='redis://host:port/db'"
+                ) from None
+        return lock_file
+
+    def _unlock(self) -> None:
+        self._lock_file.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        db_path = self.path / _DB
+        try:
+            db = sqlite3.connect(db_path, isolation_level="DEFERRED", check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS pages (
+                    id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
+                    added REAL NOT NULL);
+                CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
+                """
+            )
+            db.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.Error as exc:
+            raise IndexFileError(f"index file {db_path} is unusable: {exc}") from exc
+        return db
+
+    def _meta(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def _set_meta(self, name: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+
+    def _check_header(self) -> None:
+        db_path = self.path / _DB
+        stored = self._meta("header")
+        if stored is None:
+            if self._db.execute("SELECT 1 FROM pages LIMIT 1").fetchone():
+                raise IndexFileError(f"index file {db_path} has pages but no header")
+            self._set_meta("header", json.dumps(self.header.to_dict(), sort_keys=True))
+            self._db.commit()
+            return
+        try:
+            stored_header = json.loads(stored)
+        except ValueError as exc:
+            raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
+        problems = self.header.mismatches(stored_header)
+        if problems:
+            raise IndexSettingsMismatch(
+                f"index {db_path} was built with other settings: {'; '.join(problems)}. "
+                "Open it with its own settings or point NEARDUPE_INDEX at a new location."
+            )
+
+    def _load_tables(self) -> BlockIndex:
+        design = Design.named(self.header.design)
+        snapshot_rows = int(self._meta("snapshot_rows") or 0)
+        index = self._read_snapshot(design, snapshot_rows)
+        if index is None:
+            index, snapshot_rows = BlockIndex(design), 0
+        rest = self._db.execute("SELECT fp FROM pages WHERE id > ?", (snapshot_rows,))
+        index.add_many(np.fromiter((to_unsigned(r[0]) for r in rest), dtype=np.uint64))
+        return index
+
+    def _read_snapshot(self, design: Design, rows: int) -> BlockIndex | None:
+        snapshot = self.path / _SNAPSHOT
+        if not rows:
+            return None
+        expected = self._db.execute("SELECT COUNT(*) FROM pages WHERE id <= ?", (rows,))
+        try:
+            keys = np.load(snapshot, allow_pickle=False)
+            if keys.shape[-1] != expected.fetchone()[0]:
+                raise ValueError(f"holds {keys.shape[-1]} fingerprints, expected otherwise")
+            return BlockIndex.from_run(design, keys)
+        except (OSError, ValueError) as exc:
+            logger.warning("Rebuilding the tables of index %s from its pages: %s", self.path, exc)
+            return None
+
+    # -- the index -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def query(self, fp: int, k: int | None = None) -> list[Match]:
+        """Stored pages within distance k (default: the index's k), nearest first."""
+        return [
+            Match(self._key_of(found), found, d)
+            for found, d in self.index.query(fp, self.k if k is None else k)
+        ]
+
+    def check_and_add(self, fp: int, key: str) -> Match | None:
+        """The nearest stored page within k, or None after recording (fp, key) as new."""
+        matches = self.index.query(fp, self.k)
+        if matches:
+            found, distance = matches[0]
+            return Match(self._key_of(found), found, distance)
+        self.add(fp, key)
+        return None
+
+    def add(self, fp: int, key: str) -> None:
+        """Record a page unconditionally."""
+        self._db.execute(
+            "INSERT INTO pages (fp, key, added) VALUES (?, ?, ?)",
+            (to_signed(fp), key, time.time()),
+        )
+        self.index.add(fp)
+        if time.monotonic() - self._last_commit >= self.commit_interval:
+            self.commit()
+
+    def _key_of(self, fp: int) -> str:
+        row = self._db.execute(
+            "SELECT key FROM pages WHERE fp = ? ORDER BY id LIMIT 1", (to_signed(fp),)
+        ).fetchone()
+        return row[0] if row else ""
+
+    def keys_of(self, fp: int) -> list[str]:
+        """Every key stored with exactly this fingerprint, oldest first."""
+        rows = self._db.execute("SELECT key FROM pages WHERE fp = ? ORDER BY id", (to_signed(fp),))
+        return [r[0] for r in rows]
+
+    def commit(self) -> None:
+        """Make every page added so far durable."""
+        self._db.commit()
+        self._last_commit = time.monotonic()
+
+    def save_snapshot(self) -> None:
+        """Write the sorted tables so the next open skips rebuilding them."""
+        self.commit()
+        rows = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+        keys = self.index.compact()
+        tmp = self.path / (_SNAPSHOT + ".tmp")
+        with open(tmp, "wb") as f:
+            np.save(f, keys, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / _SNAPSHOT)
+        self._set_meta("snapshot_rows", str(rows))
+        self._db.commit()
+
+    def close(self) -> None:
+        """Commit, save the snapshot and release the lock."""
+        if self._lock_file.closed:
+            return
+        try:
+            self.save_snapshot()
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._unlock()
+
+    def __enter__(self) -> EmbeddedIndex:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

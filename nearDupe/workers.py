@@ -1,0 +1,85 @@
+"""Runs CPU-heavy analysis off the reactor thread: a process pool, or one thread when workers=0."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+
+from scrapy import signals
+
+from nearDupe.analysis import warm_up
+from nearDupe.features import FeatureSettings
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class WorkerPool:
+    """Processes (the GIL would serialise threads) that answer awaitably on any reactor."""
+
+    def __init__(self, workers: int, features: FeatureSettings) -> None:
+        self.workers = workers
+        self.features = features
+        self._executor = self._start()
+
+    @classmethod
+    def of(cls, crawler: Crawler, workers: int, features: FeatureSettings) -> WorkerPool:
+        """The crawler's one pool, shared by nearDupe's components, stopped with the engine."""
+        pool = getattr(crawler, "_neardupe_pool", None)
+        if pool is None:
+            pool = cls(workers, features)
+            crawler._neardupe_pool = pool  # type: ignore[attr-defined]
+            crawler.signals.connect(pool.close, signal=signals.engine_stopped, weak=False)
+        return pool
+
+    def _start(self) -> Executor:
+        if self.workers <= 0:
+            return ThreadPoolExecutor(1, thread_name_prefix="neardupe")
+        # spawn: forking a process that runs a reactor and threads is unsafe.
+        return ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=warm_up,
+            initargs=(self.features,),
+        )
+
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
+        """func(*args) in the pool; a broken pool (a worker died) is restarted and retried once."""
+        try:
+            return await self._await(self._executor.submit(func, *args))
+        except BrokenProcessPool:
+            logger.warning("nearDupe worker pool broke (a worker died); restarting it")
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = self._start()
+            return await self._await(self._executor.submit(func, *args))
+
+    @staticmethod
+    async def _await(future: Future[T]) -> T:
+        from twisted.internet import reactor
+
+        deferred: Deferred[T] = Deferred()
+
+        def settle(done: Future[T]) -> None:
+            exc = done.exception()
+            if exc is None:
+                deferred.callback(done.result())
+            else:
+                deferred.errback(exc)
+
+        future.add_done_callback(lambda done: reactor.callFromThread(settle, done))
+        return await maybe_deferred_to_future(deferred)
+
+    def close(self) -> None:
+        """Stop the workers (pending work is cancelled)."""
+        self._executor.shutdown(wait=True, cancel_futures=True)

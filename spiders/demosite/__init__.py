@@ -1,0 +1,1 @@
+"""An offline news network whose sites syndicate each other's articles (see ``server``)."""

@@ -1,0 +1,67 @@
+"""Run a real Scrapy crawl in a subprocess and collect its items, report, stats and log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CrawlResult:
+    """What a finished crawl left behind."""
+
+    returncode: int
+    items: list[dict[str, Any]]
+    report: list[dict[str, Any]]
+    stats: dict[str, Any]
+    log: str
+
+    def decisions(self) -> dict[str, dict[str, Any]]:
+        """The last report line of each URL."""
+        return {line["url"]: line for line in self.report}
+
+
+def run_crawl(
+    tmp_path: Path,
+    args: list[str],
+    settings: dict[str, Any] | None = None,
+    timeout: float = 120,
+) -> CrawlResult:
+    """``scrapy <args>`` from the repo root, with items to a feed and a JSON stats dump."""
+    items, report, stats = tmp_path / "items.jsonl", tmp_path / "report.jsonl", tmp_path / "stats.json"
+    merged = {
+        "NEARDUPE_REPORT": str(report),
+        "NEARDUPE_INDEX": str(tmp_path / "index"),
+        "NEARDUPE_WORKERS": 0,
+        "EXTENSIONS": json.dumps({"tests.stats_dump.StatsDump": 0}),
+        "STATS_DUMP_PATH": str(stats),
+        "LOG_LEVEL": "INFO",
+        **(settings or {}),
+    }
+    command = [sys.executable, "-m", "scrapy", *args, "-O", f"{items}:jsonlines"]
+    for name, value in merged.items():
+        command += ["-s", f"{name}={value}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return CrawlResult(
+        proc.returncode,
+        _lines(items),
+        _lines(report),
+        json.loads(stats.read_text()) if stats.exists() else {},
+        proc.stderr,
+    )
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

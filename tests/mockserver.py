@@ -1,0 +1,57 @@
+"""A real HTTP server on 127.0.0.1 serving an in-memory site, for crawls through Scrapy's engine."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+
+@dataclass(frozen=True)
+class Page:
+    """One resource: body bytes, Content-Type header (None: send none) and status."""
+
+    body: bytes
+    content_type: str | None = "text/html; charset=utf-8"
+    status: int = 200
+
+
+class MockServer:
+    """Serves ``pages`` (path -> Page) on a free port in a background thread."""
+
+    def __init__(self, pages: dict[str, Page]) -> None:
+        self.pages = pages
+        site = pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                page = site.get(self.path.split("?")[0])
+                if page is None:
+                    page = Page(b"<html><body><p>not found</p></body></html>", status=404)
+                self.send_response(page.status)
+                if page.content_type is not None:
+                    self.send_header("Content-Type", page.content_type)
+                self.send_header("Content-Length", str(len(page.body)))
+                self.end_headers()
+                self.wfile.write(page.body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> MockServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

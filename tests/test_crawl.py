@@ -1,0 +1,89 @@
+"""End-to-end: real crawls of a local site through Scrapy's engine with the add-on enabled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.crawl import run_crawl
+from tests.mockserver import MockServer
+from tests.site import build_site
+
+
+@pytest.fixture(scope="module")
+def site() -> tuple[MockServer, dict[str, list[str]]]:
+    pages, clusters = build_site()
+    with MockServer(pages) as server:
+        yield server, clusters
+
+
+def _check_clusters(result, server: MockServer, clusters: dict[str, list[str]]) -> None:
+    decisions = result.decisions()
+    for name, paths in clusters.items():
+        urls = [server.url + p for p in paths]
+        kept = [u for u in urls if decisions[u]["decision"] == "kept"]
+        dropped = [u for u in urls if decisions[u]["decision"] == "dropped"]
+        assert len(kept) == 1, (name, [decisions[u] for u in urls])
+        assert len(dropped) == len(urls) - 1, name
+        for url in dropped:
+            assert decisions[url]["duplicate_of"] == kept[0]
+            assert 0 <= decisions[url]["distance"] <= 3
+            assert len(decisions[url]["fingerprint"]) == 16
+
+
+def test_crawl_keeps_one_copy_per_article(site, tmp_path: Path) -> None:
+    server, clusters = site
+    result = run_crawl(tmp_path, ["crawl", "pages", "-a", f"start_url={server.url}/"])
+    assert result.returncode == 0, result.log[-3000:]
+    _check_clusters(result, server, clusters)
+    item_urls = {item["url"] for item in result.items}
+    dropped = {d["url"] for d in result.report if d["decision"] == "dropped"}
+    assert dropped and not dropped & item_urls
+    stats = result.stats
+    assert stats["neardupe/dropped"] == len(dropped) == 3
+    assert stats["neardupe/kept"] == 5
+    assert stats["item_dropped_reasons_count/NearDuplicate"] == 3
+    assert stats["neardupe/responses/skipped/not-html"] >= 1
+    assert stats["neardupe/skipped/short-text"] >= 1
+    assert "near-duplicate of" in result.log
+    assert "nearDupe: " in result.log and "dropped as near-duplicates" in result.log
+
+
+def test_second_crawl_on_same_index_drops_everything_already_stored(site, tmp_path) -> None:
+    server, clusters = site
+    args = ["crawl", "pages", "-a", f"start_url={server.url}/"]
+    first = run_crawl(tmp_path / "one", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})
+    second = run_crawl(tmp_path / "two", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})
+    assert first.returncode == second.returncode == 0, second.log[-3000:]
+    assert second.stats["neardupe/dropped"] == 8
+    assert "neardupe/kept" not in second.stats
+    assert second.stats["neardupe/index_size"] == first.stats["neardupe/index_size"] == 5
+
+
+def test_text_field_mode_with_worker_processes(site, tmp_path: Path) -> None:
+    server, clusters = site
+    result = run_crawl(
+        tmp_path,
+        ["crawl", "pages", "-a", f"start_url={server.url}/"],
+        {
+            "ADDONS": "{}",
+            "ITEM_PIPELINES": '{"nearDupe.pipeline.NearDupePipeline": 100}',
+            "NEARDUPE_TEXT_FIELD": "text",
+            "NEARDUPE_WORKERS": 2,
+        },
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    _check_clusters(result, server, clusters)
+
+
+def test_disabled_plugin_is_not_configured(site, tmp_path: Path) -> None:
+    server, _ = site
+    result = run_crawl(
+        tmp_path,
+        ["crawl", "pages", "-a", f"start_url={server.url}/"],
+        {"NEARDUPE_ENABLED": "False"},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert not any(k.startswith("neardupe/") for k in result.stats)
+    assert len(result.items) == 10  # every HTML page: 8 articles, the home page, a tiny one
