@@ -30,12 +30,13 @@ from scrapy.http import HtmlResponse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nearDupe.text import extract_main_text  # noqa: E402
+from nearDupe.text import extract_main_text
 
 Case = tuple[str, str, str, str]
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")
+_UTF8 = lxml.html.HTMLParser(encoding="utf-8")
 
 
 def data_dir() -> Path:
@@ -136,7 +137,7 @@ def readability_text_content(html: str) -> str:
 def visible_text(html: str) -> str:
     """Baseline: all text of the body outside script/style (no extraction)."""
     try:
-        root = lxml.html.fromstring(html.encode("utf-8", "replace"))
+        root = lxml.html.fromstring(html.encode("utf-8", "replace"), parser=_UTF8)
     except Exception:
         return ""
     texts = root.xpath("//body//text()[not(ancestor::script or ancestor::style)]")

@@ -12,11 +12,12 @@ COMPONENTS = {
     "nearDupe.middleware.NearDupeDownloaderMiddleware": ("DOWNLOADER_MIDDLEWARES", 100),
     "nearDupe.links.NearDupeSpiderMiddleware": ("SPIDER_MIDDLEWARES", 25),
     "nearDupe.pipeline.NearDupePipeline": ("ITEM_PIPELINES", 100),
+    "nearDupe.logstats.NearDupeLogStats": ("EXTENSIONS", 500),
 }
 
 
 class Addon:
-    """Enables nearDupe's downloader middleware, spider middleware and item pipeline."""
+    """Enables nearDupe's middlewares, item pipeline and progress-logging extension."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         """Add the components unless the user already placed them."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nearDupe.features import FeatureSettings, tokenize
-from nearDupe.simhash import fingerprint
+from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.simhash import simhash
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -46,7 +46,11 @@ def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analy
         return Analysis(text, None, language, "no-text")
     if len(text) < min_length:
         return Analysis(text, None, language, "short-text")
-    return Analysis(text, fingerprint(text, features), language)
+    words, weights = extract_features(text, features)
+    if not words:
+        # Only punctuation, symbols or digits: every such page would hash to 0 and match.
+        return Analysis(text, None, language, "no-words")
+    return Analysis(text, simhash(words, weights), language)
 
 
 def analyze_html(

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
+from math import comb
 
 import numpy as np
 
 BITS = 64
+
+#: More tables than this is a typo, not a design (and would take forever to build).
+MAX_TABLES = 4096
 
 
 def _split(positions: list[int], n_blocks: int) -> list[list[int]]:
@@ -55,6 +59,7 @@ class Design:
         """C(n_blocks, k) tables: every choice of n_blocks - k leading blocks."""
         if not 0 <= k < n_blocks <= BITS:
             raise ValueError(f"need 0 <= k < n_blocks <= 64, got k={k}, n_blocks={n_blocks}")
+        _check_table_count(comb(n_blocks, k))
         top_first = list(range(BITS - 1, -1, -1))
         tables = tuple(_tables_for(k, _split(top_first, n_blocks), []))
         return cls(name or f"blocks-{k}-{n_blocks}", k, tables)
@@ -62,8 +67,12 @@ class Design:
     @classmethod
     def two_level(cls, k: int, first: int, second: int, name: str | None = None) -> Design:
         """C(first, k) * C(second, k) tables: leading blocks chosen at two levels."""
-        if not 0 <= k < min(first, second):
-            raise ValueError(f"need k < first and k < second, got {k}, {first}, {second}")
+        if not 0 <= k < min(first, second) or first > BITS or second > k * (BITS // first):
+            raise ValueError(
+                "need 0 <= k < first, k < second, first <= 64 and second <= the bits left "
+                f"in k first-level blocks, got k={k}, first={first}, second={second}"
+            )
+        _check_table_count(comb(first, k) * comb(second, k))
         top_first = list(range(BITS - 1, -1, -1))
         tables: list[Table] = []
         blocks = _split(top_first, first)
@@ -134,6 +143,11 @@ class Design:
         """One line: name, k, number of tables, prefix widths."""
         widths = sorted({t.prefix_bits for t in self.tables})
         return f"{self.name} (k={self.k}, {len(self.tables)} tables, prefix bits {widths})"
+
+
+def _check_table_count(n: int) -> None:
+    if n > MAX_TABLES:
+        raise ValueError(f"design would have {n} tables; at most {MAX_TABLES} are supported")
 
 
 def _tables_for(k: int, blocks: list[list[int]], lead_bits: list[int]) -> list[Table]:

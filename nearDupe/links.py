@@ -68,9 +68,7 @@ class NearDupeSpiderMiddleware:
         Config.from_settings(crawler.settings)
         return cls(ItemLinks.of(crawler))
 
-    def process_spider_output(
-        self, response: Response, result: Iterable[Any]
-    ) -> Iterator[Any]:
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         """Pass everything through, linking items (not requests) to the response."""
         for obj in result:
             self._link(response, obj)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse, Request, Response
@@ -15,6 +17,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: C0 controls other than \t \n \f \r: text never has them, binary files are full of them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")
+#: Characters of a page's start inspected for binary content.
+_SNIFF_CHARS = 8192
+#: Skip reasons that are anomalies of the page (logged at INFO), not just unwanted responses.
+_NOTABLE = frozenset({"binary", "bad-encoding", "analysis-error"})
+
 
 def skipped(reason: str) -> Analysis:
     """An Analysis that records why a response was not fingerprinted."""
@@ -43,8 +53,15 @@ class NearDupeDownloaderMiddleware:
     async def analyze(self, response: Response) -> Analysis:
         """The Analysis of one response, or a skip with the reason."""
         reason = self._skip_reason(response)
+        html = ""
         if reason is None:
-            html = response.text
+            assert isinstance(response, HtmlResponse)
+            try:
+                html, reason = self._decode(response)
+            except Exception:
+                logger.exception("nearDupe could not decode %s; keeping it", response.url)
+                reason = "analysis-error"
+        if reason is None:
             if len(html) > self.config.max_html_chars:
                 logger.info(
                     "nearDupe: %s has %d characters; analysing the first %d",
@@ -69,6 +86,12 @@ class NearDupeDownloaderMiddleware:
             analysis = skipped(reason)
         if analysis.skip_reason:
             self.stats.inc_value(f"neardupe/responses/skipped/{analysis.skip_reason}")
+            logger.log(
+                logging.INFO if analysis.skip_reason in _NOTABLE else logging.DEBUG,
+                "nearDupe: not fingerprinting %s (%s); its items are kept unchecked",
+                response.url,
+                analysis.skip_reason,
+            )
         else:
             self.stats.inc_value("neardupe/responses/analyzed")
         return analysis
@@ -82,3 +105,45 @@ class NearDupeDownloaderMiddleware:
         if not response.body.strip():
             return "empty"
         return None
+
+    def _decode(self, response: HtmlResponse) -> tuple[str, str | None]:
+        """(text, None), or ("", a skip reason) for binary data or text in an unknown encoding.
+
+        A body that is valid UTF-8 but declared as another charset is read as UTF-8; one full
+        of undecodable bytes in its declared charset is decoded in the detected one instead.
+        """
+        text, body = response.text, response.body
+        head = text[:_SNIFF_CHARS]
+        if len(_CONTROL.findall(head)) > max(4, len(head) // 100):
+            return "", "binary"
+        declared = codecs.lookup(response.encoding).name
+        if not declared.startswith("utf") and not body.isascii():
+            try:
+                return self._redecoded(response, body.decode("utf-8"), "utf-8"), None
+            except UnicodeDecodeError:
+                pass
+        if text.count("\ufffd") <= max(8, len(text) // 200):
+            return text, None
+        try:
+            body.decode(declared)
+            return text, None  # the page really contains U+FFFD characters
+        except UnicodeDecodeError:
+            pass
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(body).best()
+        if best is not None and best.encoding and codecs.lookup(best.encoding).name != declared:
+            fixed = body.decode(best.encoding, "replace")
+            if fixed.count("\ufffd") <= max(8, len(fixed) // 200):
+                return self._redecoded(response, fixed, best.encoding), None
+        return "", "bad-encoding"
+
+    def _redecoded(self, response: HtmlResponse, text: str, encoding: str) -> str:
+        logger.info(
+            "nearDupe: %s is not %s as declared; analysing it as %s",
+            response.url,
+            response.encoding,
+            encoding,
+        )
+        self.stats.inc_value("neardupe/responses/redecoded")
+        return text

@@ -13,7 +13,7 @@ from twisted.internet.defer import Deferred
 
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text
-from nearDupe.errors import NearDuplicate
+from nearDupe.errors import NearDupeError, NearDuplicate
 from nearDupe.links import ItemLinks
 from nearDupe.report import Decision, ReportWriter
 from nearDupe.store import Store, open_store
@@ -54,7 +54,11 @@ class NearDupePipeline:
 
     async def open_spider(self) -> None:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
-        self.store = open_store(self.config.index, self.config.header, **self._store_options())
+        try:
+            self.store = open_store(self.config.index, self.config.header, **self._store_options())
+        except NearDupeError as exc:
+            logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
+            raise
         if self.config.report:
             self.report = ReportWriter(self.config.report)
         logger.info(
@@ -105,8 +109,9 @@ class NearDupePipeline:
         """The decision for one item."""
         link = self.links.pop(item)
         url, analysis = link if link else (None, None)
-        adapter = ItemAdapter(item)
-        url = url or str(adapter.get("url") or "")
+        adapter = ItemAdapter(item) if ItemAdapter.is_item(item) else None
+        if not url and adapter is not None:
+            url = str(adapter.get("url") or "")
         if self.config.text_field:
             analysis = await self._analyze_field(adapter, analysis)
         if analysis is None:
@@ -116,15 +121,22 @@ class NearDupePipeline:
         return await self._page_decision(url, analysis.fingerprint)
 
     async def _analyze_field(
-        self, adapter: ItemAdapter, page: Analysis | None
+        self, adapter: ItemAdapter | None, page: Analysis | None
     ) -> Analysis | None:
-        text = adapter.get(self.config.text_field)
+        text = adapter.get(self.config.text_field) if adapter is not None else None
         if not isinstance(text, str):
             return page if page is not None else Analysis("", None, "unknown", "no-text-field")
+        if len(text) > self.config.max_html_chars:
+            self.stats.inc_value("neardupe/items/truncated")
+            text = text[: self.config.max_html_chars]
         pool = WorkerPool.of(self.crawler, self.config.workers, self.config.features)
-        return await pool.run(
-            analyze_text, text, self.config.min_text_length, self.config.features
-        )
+        try:
+            return await pool.run(
+                analyze_text, text, self.config.min_text_length, self.config.features
+            )
+        except Exception:
+            logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
+            return Analysis("", None, "unknown", "analysis-error")
 
     async def _page_decision(self, url: str, fp: int) -> Decision:
         page = (url, fp)
@@ -195,6 +207,7 @@ class NearDupePipeline:
         self.stats.inc_value("neardupe/seen")
         if decision.decision == "skipped":
             self.stats.inc_value(f"neardupe/skipped/{decision.reason}")
+            logger.debug("nearDupe: kept %s unchecked (%s)", decision.url, decision.reason)
         else:
             self.stats.inc_value(f"neardupe/{decision.decision}")
         if decision.distance is not None:

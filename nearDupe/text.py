@@ -2,100 +2,203 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import lxml.etree
 import lxml.html
 from readability import Document
+from readability.readability import REGEXES
 
 #: Pages longer than this many characters are truncated before parsing.
 DEFAULT_MAX_CHARS = 2_000_000
 
-_BLOCK_TAGS = frozenset(
-    "address article aside blockquote body br center dd details dialog dir div dl dt fieldset "
-    "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html li main menu nav "
-    "ol p pre section summary table tbody td tfoot th thead tr ul".split()
-)
-_SKIP_TAGS = frozenset(
-    "script style noscript template head title meta link iframe object embed svg canvas "
-    "button select option textarea input nav header footer aside form".split()
-)
-_BOILERPLATE = re.compile(
-    r"nav|menu|footer|comment|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|share|social|related|"
-    r"sidebar|breadcrumb|banner|copyright|recommend",
+# fmt: off
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "body", "br", "center", "dd", "details",
+    "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+    "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li", "main", "menu",
+    "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th",
+    "thead", "tr", "ul",
+})
+# Never article text, even inside the element readability picked: image captions and photo
+# credits (the benchmarks' human-written bodies leave them out), navigation and widgets.
+_NON_TEXT_TAGS = frozenset({
+    "aside", "button", "canvas", "embed", "figcaption", "figure", "iframe", "nav", "noscript",
+    "object", "select", "svg", "textarea",
+})
+# Without readability's choice, also drop page chrome and anything named like boilerplate.
+_CHROME_TAGS = _NON_TEXT_TAGS | {
+    "footer", "form", "head", "header", "input", "title",
+}
+# fmt: on
+_NON_TEXT_CLASS = re.compile(r"caption|credit", re.I)
+_CHROME_CLASS = re.compile(
+    r"caption|credit|nav|menu|footer|comment|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|share|social|"
+    r"related|sidebar|breadcrumb|banner|copyright|recommend",
     re.I,
 )
+# Readability scores a paragraph by its commas; Chinese and Japanese text uses these instead.
+_COMMAS = re.compile(r"[,，、]")
 # C0 controls that lxml refuses in text; \t \n \r are kept.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_INVISIBLE_TAGS = ("script", "style", "link", "meta", "template")
+# The same test as readability's own, which _Readability._parse replaces.
+_HIDDEN_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)",
+    re.I,
+)
 _SPACE = re.compile(r"[^\S\n]+")
 _PARSER = lxml.html.HTMLParser(encoding="utf-8")
 
-#: Readability's text is trusted unless it is shorter than this share of the fallback text.
-_MIN_SHARE = 0.3
+#: Readability's text is trusted unless it found no article candidate or its text is both
+#: shorter than _SHORT characters and than _MIN_SHARE of the fallback text.
+_SHORT = 500
+_MIN_SHARE = 0.03
 
 
 def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The main article text of a decoded HTML page, one text block per line ("" if none)."""
     try:
-        root = _parse(html[:max_chars])
+        root = _parse_html(html[:max_chars])
         if root is None:
             return ""
-        fallback = _fallback_text(root)
+        readability = _Readability(root)
         try:
-            summary = Document(html[:max_chars]).summary(html_partial=True)
-            main = _block_text(lxml.html.fragment_fromstring(summary, parser=_PARSER))
+            main = readability.summary(html_partial=True)
         except Exception:
             main = ""
-        if len(main) < _MIN_SHARE * len(fallback):
+        if readability.found_candidate and len(main) >= _SHORT:
+            return main
+        fallback = _fallback_text(root)
+        if not readability.found_candidate or len(main) < _MIN_SHARE * len(fallback):
             return fallback
         return main
     except Exception:
         return ""
 
 
-def _parse(html: str) -> lxml.html.HtmlElement | None:
-    """Parse text as HTML, tolerating NULs, lone surrogates and encoding declarations."""
+class _Readability(Document):
+    """readability-lxml that counts CJK commas and returns block-aware text, not HTML."""
+
+    found_candidate = False
+
+    def _parse(self, input: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+        # The tree comes cleaned by _parse_html (readability's own cleaner spends most of its
+        # time rewriting javascript: links); each pass of summary() mutates a fresh copy.
+        return copy.deepcopy(input)
+
+    def select_best_candidate(self, candidates: dict) -> dict | None:
+        best = super().select_best_candidate(candidates)
+        self.found_candidate = best is not None
+        return best
+
+    # The two methods below are readability's own, made cheaper for large pages.
+
+    def get_link_density(self, elem: lxml.html.HtmlElement) -> float:
+        link_length = sum(_text_length(link) for link in elem.iterdescendants("a"))
+        return link_length / max(_text_length(elem), 1)
+
+    def remove_unlikely_candidates(self) -> None:
+        for elem in self.html.xpath("//*[@class or @id]"):
+            names = _class_id(elem)
+            if (
+                len(names) >= 2
+                and REGEXES["unlikelyCandidatesRe"].search(names)
+                and not REGEXES["okMaybeItsACandidateRe"].search(names)
+                and elem.tag not in ("html", "body")
+                and not elem.xpath("ancestor-or-self::pre | ancestor-or-self::code")
+                and not elem.xpath(
+                    "descendant-or-self::main | descendant-or-self::article | "
+                    "descendant-or-self::math"
+                )
+            ):
+                elem.drop_tree()
+
+    def get_clean_html(self) -> str:
+        return _block_text(self.html, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+
+    def score_paragraphs(self) -> dict:
+        # readability's own scoring, except that it counts CJK commas too.
+        candidates: dict = {}
+        for elem in self.tags(self._html(), "p", "pre", "td", "blockquote"):
+            parent = elem.getparent()
+            if parent is None:
+                continue
+            grand_parent = parent.getparent()
+            inner_text = _SPACE.sub(" ", elem.text_content() or "").strip()
+            if len(inner_text) < self.min_text_length:
+                continue
+            score = 2 + len(_COMMAS.findall(inner_text)) + min(len(inner_text) / 100, 3)
+            if parent not in candidates:
+                candidates[parent] = self.score_node(parent)
+            candidates[parent]["content_score"] += score
+            if grand_parent is not None:
+                if grand_parent not in candidates:
+                    candidates[grand_parent] = self.score_node(grand_parent)
+                candidates[grand_parent]["content_score"] += score / 2
+        for elem, candidate in candidates.items():
+            candidate["content_score"] *= 1 - self.get_link_density(elem)
+        return candidates
+
+
+def _parse_html(html: str) -> lxml.html.HtmlElement | None:
+    """Parse text as HTML without hidden and non-content elements (None if there is no tree)."""
     if not html or html.isspace():
         return None
+    # Encoded to UTF-8 bytes because lxml rejects str with NULs, lone surrogates or an encoding
+    # declaration.
     data = _CONTROL.sub("", html).encode("utf-8", "replace")
     try:
-        return lxml.html.document_fromstring(data, parser=_PARSER)
+        root = lxml.html.document_fromstring(data, parser=_PARSER)
     except (lxml.etree.ParserError, ValueError):
         return None
+    lxml.etree.strip_elements(
+        root,
+        *_INVISIBLE_TAGS,
+        lxml.etree.Comment,
+        lxml.etree.ProcessingInstruction,
+        with_tail=False,
+    )
+    for elem in root.xpath("//*[@hidden] | //*[@style]"):
+        if elem.get("hidden") is not None or _HIDDEN_STYLE.search(elem.get("style", "")):
+            elem.drop_tree()
+    return root
 
 
 def _fallback_text(root: lxml.html.HtmlElement) -> str:
     """Visible body text without navigation, footers, forms, comments, ads and share widgets."""
     body = root.find("body")
-    return _block_text(body if body is not None else root, strip_boilerplate=True)
+    return _block_text(body if body is not None else root, _CHROME_TAGS, _CHROME_CLASS)
 
 
-def _block_text(root: lxml.html.HtmlElement, *, strip_boilerplate: bool = False) -> str:
-    """Text of an element with a line break at every block boundary and spaces collapsed."""
+def _block_text(
+    root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
+) -> str:
+    """Text of an element, a line per block, without the skipped tags and classes/ids."""
     parts: list[str] = []
-
-    def walk(elem: lxml.html.HtmlElement) -> None:
-        tag = elem.tag if isinstance(elem.tag, str) else ""
-        skip = not tag or (
-            strip_boilerplate
-            and (tag in _SKIP_TAGS or _BOILERPLATE.search(_class_id(elem)) is not None)
-        )
-        if not skip:
-            block = tag in _BLOCK_TAGS
-            if block:
+    walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
+    for event, elem in walker:
+        tag = elem.tag
+        if event == "start":
+            if tag in skip_tags or skip_class.search(_class_id(elem)) is not None:
+                walker.skip_subtree()
+                continue
+            if tag in _BLOCK_TAGS:
                 parts.append("\n")
             if elem.text:
                 parts.append(elem.text)
-            for child in elem:
-                walk(child)
-            if block:
-                parts.append("\n")
-        if elem.tail:
+            continue
+        if tag in _BLOCK_TAGS:
+            parts.append("\n")
+        if elem.tail and elem is not root:
             parts.append(elem.tail)
-
-    walk(root)
     lines = (_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line)
+
+
+def _text_length(elem: lxml.html.HtmlElement) -> int:
+    return len(" ".join((elem.text_content() or "").split()))
 
 
 def _class_id(elem: lxml.html.HtmlElement) -> str:

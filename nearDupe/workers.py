@@ -9,10 +9,9 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from scrapy import signals
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
-
-from scrapy import signals
 
 from nearDupe.analysis import warm_up
 from nearDupe.features import FeatureSettings

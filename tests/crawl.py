@@ -35,7 +35,11 @@ def run_crawl(
     timeout: float = 120,
 ) -> CrawlResult:
     """``scrapy <args>`` from the repo root, with items to a feed and a JSON stats dump."""
-    items, report, stats = tmp_path / "items.jsonl", tmp_path / "report.jsonl", tmp_path / "stats.json"
+    items, report, stats = (
+        tmp_path / "items.jsonl",
+        tmp_path / "report.jsonl",
+        tmp_path / "stats.json",
+    )
     merged = {
         "NEARDUPE_REPORT": str(report),
         "NEARDUPE_INDEX": str(tmp_path / "index"),

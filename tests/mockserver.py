@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 serving an in-memory site, for crawls through Scrapy's engine."""
+"""A real HTTP server on 127.0.0.1 serving an in-memory site, for crawls through the engine."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ class Template:
             f'<aside class="ads"><div class="ad">{self.ad}</div></aside>'
             f"<main><article><h1>{title}</h1><div class='meta'>{stamp} · {views} views</div>"
             f"{body}</article></main>"
-            f'<footer class="footer">© {self.name}. All rights reserved. Contact · Privacy</footer>'
+            f'<footer class="footer">© {self.name}. All rights reserved. Privacy</footer>'
             "</body></html>"
         )
 
@@ -50,7 +50,9 @@ def build_site() -> tuple[dict[str, Page], dict[str, list[str]]]:
     clusters: dict[str, list[str]] = {}
 
     def add(path: str, html: str, cluster: str, charset: str = "utf-8") -> None:
-        pages[path] = Page(html.encode(charset, "xmlcharrefreplace"), f"text/html; charset={charset}")
+        pages[path] = Page(
+            html.encode(charset, "xmlcharrefreplace"), f"text/html; charset={charset}"
+        )
         clusters.setdefault(cluster, []).append(path)
 
     story_a = article("harbor-bridge")
@@ -73,7 +75,7 @@ def build_site() -> tuple[dict[str, Page], dict[str, list[str]]]:
     ]:
         add(path, TEMPLATES[template].render(slug, article(slug), len(path), "x"), path)
 
-    links = "".join(f'<a href="{p}">{p}</a> ' for p in list(pages) + ["/logo.png", "/api.json"])
+    links = "".join(f'<a href="{p}">{p}</a> ' for p in [*pages, "/logo.png", "/api.json"])
     links += '<a href="/tiny.html">tiny</a>'
     pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
     pages["/logo.png"] = Page(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "image/png")

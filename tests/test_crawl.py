@@ -51,7 +51,7 @@ def test_crawl_keeps_one_copy_per_article(site, tmp_path: Path) -> None:
 
 
 def test_second_crawl_on_same_index_drops_everything_already_stored(site, tmp_path) -> None:
-    server, clusters = site
+    server, _ = site
     args = ["crawl", "pages", "-a", f"start_url={server.url}/"]
     first = run_crawl(tmp_path / "one", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})
     second = run_crawl(tmp_path / "two", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})

@@ -112,3 +112,10 @@ def test_bad_block_args_raise(args: tuple[int, int]) -> None:
         Design.blocks(*args)
     with pytest.raises(ValueError):
         Design.two_level(args[0], args[1], args[1])
+
+
+def test_too_many_tables_raise() -> None:
+    with pytest.raises(ValueError, match="tables"):
+        Design.blocks(30, 64)
+    with pytest.raises(ValueError):
+        Design.named("two-level-3-64-64")

@@ -17,10 +17,12 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
+from xxhash import xxh3_64_intdigest
 
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
@@ -36,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 _SIGN = 1 << 63
 _DB, _SNAPSHOT, _LOCK = "pages.sqlite3", "tables.npy", "lock"
+
+
+def _checksum(keys: np.ndarray) -> str:
+    """xxh3-64 of a snapshot's table bytes (catches bit rot that keeps the shape intact)."""
+    return f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
 
 
 def to_signed(fp: int) -> int:
@@ -71,10 +78,11 @@ class EmbeddedIndex:
             self._unlock()
             raise
         self._last_commit = time.monotonic()
+        self._dirty = False
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _lock(self):  # noqa: ANN202 - a file object
+    def _lock(self):
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             lock_file = open(self.path / _LOCK, "a+b")  # noqa: SIM115 - held while open
@@ -97,6 +105,7 @@ class EmbeddedIndex:
 
     def _connect(self) -> sqlite3.Connection:
         db_path = self.path / _DB
+        db = None
         try:
             db = sqlite3.connect(db_path, isolation_level="DEFERRED", check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
@@ -112,6 +121,8 @@ class EmbeddedIndex:
             )
             db.execute("PRAGMA quick_check").fetchone()
         except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
             raise IndexFileError(f"index file {db_path} is unusable: {exc}") from exc
         return db
 
@@ -157,12 +168,15 @@ class EmbeddedIndex:
         if not rows:
             return None
         expected = self._db.execute("SELECT COUNT(*) FROM pages WHERE id <= ?", (rows,))
+        checksum = self._meta("snapshot_xxh3")
         try:
             keys = np.load(snapshot, allow_pickle=False)
-            if keys.shape[-1] != expected.fetchone()[0]:
+            if keys.ndim != 2 or keys.shape[-1] != expected.fetchone()[0]:
                 raise ValueError(f"holds {keys.shape[-1]} fingerprints, expected otherwise")
+            if checksum is not None and _checksum(keys) != checksum:
+                raise ValueError("checksum mismatch")
             return BlockIndex.from_run(design, keys)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             logger.warning("Rebuilding the tables of index %s from its pages: %s", self.path, exc)
             return None
 
@@ -183,6 +197,7 @@ class EmbeddedIndex:
         matches = self.index.query(fp, self.k)
         if matches:
             found, distance = matches[0]
+            self._commit_if_due()
             return Match(self._key_of(found), found, distance)
         self.add(fp, key)
         return None
@@ -194,7 +209,13 @@ class EmbeddedIndex:
             (to_signed(fp), key, time.time()),
         )
         self.index.add(fp)
-        if time.monotonic() - self._last_commit >= self.commit_interval:
+        self._dirty = True
+        self._commit_if_due()
+
+    def _commit_if_due(self) -> None:
+        # Also called when nothing is added, so a page kept before a run of duplicates does not
+        # wait for the next new page to become durable.
+        if self._dirty and time.monotonic() - self._last_commit >= self.commit_interval:
             self.commit()
 
     def _key_of(self, fp: int) -> str:
@@ -208,9 +229,15 @@ class EmbeddedIndex:
         rows = self._db.execute("SELECT key FROM pages WHERE fp = ? ORDER BY id", (to_signed(fp),))
         return [r[0] for r in rows]
 
+    def pages(self) -> Iterator[tuple[int, str, float]]:
+        """Every stored page as (fingerprint, key, time added), oldest first."""
+        for fp, key, added in self._db.execute("SELECT fp, key, added FROM pages ORDER BY id"):
+            yield to_unsigned(fp), key, added
+
     def commit(self) -> None:
         """Make every page added so far durable."""
         self._db.commit()
+        self._dirty = False
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
@@ -225,6 +252,7 @@ class EmbeddedIndex:
             os.fsync(f.fileno())
         os.replace(tmp, self.path / _SNAPSHOT)
         self._set_meta("snapshot_rows", str(rows))
+        self._set_meta("snapshot_xxh3", _checksum(keys))
         self._db.commit()
 
     def close(self) -> None:

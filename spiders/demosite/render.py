@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from html import escape
 
 from .content import PRINT_VIEWS, SITES, Placement, Site, site_placements
@@ -312,7 +313,7 @@ def index_page(site: Site) -> str:
         for p in site_placements(site)
     )
     main = f'<div class="front"><h2>{labels["latest"]}</h2><ul class="stories">{items}</ul></div>'
-    return SHELLS[site.template](site, labels["latest"], main, len(site.key))
+    return SHELLS[site.template](site, labels["latest"], main, zlib.crc32(site.key.encode()))
 
 
 def print_page(page: Placement) -> str:
@@ -338,7 +339,7 @@ def home_page() -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>Demo News Network</title></head><body>"
         '<h1>Demo News Network</h1><p><img src="/static/logo.png" alt="logo"></p>'
-        f"<p>An offline set of small news sites that syndicate each other's stories.</p>"
+        "<p>An offline set of small news sites that syndicate each other's stories.</p>"
         f"<ul>{sites}</ul>"
         '<p><a href="/static/logo.png">Logo (PNG)</a> | '
         '<a href="/static/press-kit.pdf">Press kit (PDF)</a> | '

@@ -1,0 +1,473 @@
+"""Near-duplicate detection quality on real pages: precision/recall per language and edit kind.
+
+Run ``python benchmarks/quality_eval.py`` (``--quick`` for a smaller run). Data is read from
+``../shared/data`` next to the repository (override with ``NEARDUPE_DATA``), never copied here.
+
+Every page goes through the real path: ``extract_main_text(html)`` then ``fingerprint``. Cases
+(built deterministically by ``_quality_cases.py``): each real article body (aeb English;
+zh-extract and thucnews Chinese) is placed into other real pages' templates, with one
+syndication edit per case (or all combined). Positives: the same body in two templates.
+Negatives: different articles in one template; different thucnews articles of one topic.
+Also: Clough-Stevenson answers vs their source, and PAWS-X Chinese pairs (short texts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import multiprocessing
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nearDupe.features as _features  # noqa: E402
+from _quality_cases import (  # noqa: E402
+    EDITS,
+    CaseSet,
+    build_cases,
+    data_dir,
+    load_articles,
+    load_clough,
+    load_pawsx,
+    short_cases,
+)
+from nearDupe.features import FeatureSettings  # noqa: E402
+from nearDupe.shorttext import exact_fingerprint, normalize  # noqa: E402
+from nearDupe.simhash import fingerprint  # noqa: E402
+from nearDupe.text import extract_main_text  # noqa: E402
+
+#: Feature settings compared (name -> settings); the first is the current default.
+SETTINGS: dict[str, FeatureSettings] = {
+    "words tfidf (current)": FeatureSettings(),
+    "words tf": FeatureSettings(weighting="tf"),
+    "words tfidf linear-tf": FeatureSettings(sublinear_tf=False),
+    "words tfidf top-128": FeatureSettings(top_n=128),
+    "words tfidf digits": FeatureSettings(digits=True),
+    "words tf linear-tf": FeatureSettings(weighting="tf", sublinear_tf=False),
+    "2-shingles tfidf": FeatureSettings(kind="shingles", shingle=2),
+    "2-shingles tf": FeatureSettings(kind="shingles", shingle=2, weighting="tf"),
+    "3-shingles tfidf": FeatureSettings(kind="shingles", shingle=3),
+    "3-shingles tf": FeatureSettings(kind="shingles", shingle=3, weighting="tf"),
+}
+CURRENT = "words tfidf (current)"
+#: What this evaluation recommends (see docs/quality.md).
+RECOMMENDED = "words tfidf (current)"
+K = 3
+CURRENT_MIN_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How texts under ``min_length`` are decided."""
+
+    name: str
+    min_length: int
+    short: str  # "skip": never dropped; "exact": equal normalized text; "k<n>": stricter k
+    measure: str = "chars"  # "chars" of stripped text, or "letters" after normalize()
+    digits: bool = True  # whether the exact hash keeps digits
+
+    def length(self, text: str) -> int:
+        """The length compared with min_length."""
+        return len(normalize(text)) if self.measure == "letters" else len(text.strip())
+
+    def key(self, text: str) -> int:
+        """The exact hash of a short text."""
+        return exact_fingerprint(text, digits=self.digits)
+
+
+def _cached_tokenize() -> None:
+    """Tokenize each text once across the feature settings (same results, less time)."""
+    original = _features.tokenize
+    _features.tokenize = functools.lru_cache(maxsize=4)(original)  # type: ignore[assignment]
+
+
+def _analyze(html: str) -> tuple[str, list[int]]:
+    text = extract_main_text(html)
+    return text, [fingerprint(text, s) for s in SETTINGS.values()]
+
+
+def _fingerprints(text: str) -> list[int]:
+    return [fingerprint(text, s) for s in SETTINGS.values()]
+
+
+def run_pool(func: Callable, items: Sequence, workers: int) -> list:
+    """Map func over items in worker processes (tokenizer cached per process)."""
+    if workers <= 1:
+        _cached_tokenize()
+        return [func(x) for x in items]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers, initializer=_cached_tokenize) as pool:
+        return pool.map(func, items, chunksize=8)
+
+
+def hamming(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise Hamming distance of uint64 arrays."""
+    return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
+
+
+@dataclass
+class Scored:
+    """Pair distances under one feature setting and the short-text decision inputs."""
+
+    pos: np.ndarray
+    neg: np.ndarray
+    pos_kind: list[str]
+    neg_kind: list[str]
+    pos_lang: list[str]
+    neg_lang: list[str]
+
+
+def pair_matches(
+    dist: np.ndarray, lens: tuple[np.ndarray, np.ndarray], exact: np.ndarray, k: int, p: Policy
+) -> np.ndarray:
+    """Whether each pair is judged a duplicate under k and the short-text policy."""
+    short_a, short_b = lens[0] < p.min_length, lens[1] < p.min_length
+    long_pair = ~short_a & ~short_b
+    result = long_pair & (dist <= k)
+    both_short = short_a & short_b
+    if p.short == "exact":
+        result |= both_short & exact
+    elif p.short.startswith("k"):
+        result |= both_short & (dist <= int(p.short[1:]))
+    return result
+
+
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall, F1."""
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+class Evaluation:
+    """Pages analysed once; pairs scored under any feature setting, k and policy."""
+
+    def __init__(self, cases: CaseSet, texts: list[str], fps: np.ndarray) -> None:
+        self.cases = cases
+        self.texts = texts
+        self.fps = fps  # (pages, settings) uint64
+        self.lang = np.array([p.lang for p in cases.pages])
+        self.exact = {
+            d: np.array([exact_fingerprint(t, digits=d) for t in texts], dtype=np.uint64)
+            for d in (True, False)
+        }
+        self.article = np.array([p.article for p in cases.pages])
+        pos = np.array([(a, b) for a, b, _ in cases.positives])
+        neg = np.array([(a, b) for a, b, _ in cases.negatives])
+        self.pairs = {"pos": pos, "neg": neg}
+        self._lengths: dict[str, np.ndarray] = {}
+        self.kinds = {
+            "pos": np.array([k for *_, k in cases.positives]),
+            "neg": np.array([k for *_, k in cases.negatives]),
+        }
+
+    def lengths(self, policy: Policy) -> np.ndarray:
+        """Each page's length as the policy measures it."""
+        if policy.measure not in self._lengths:
+            self._lengths[policy.measure] = np.array([policy.length(t) for t in self.texts])
+        return self._lengths[policy.measure]
+
+    def judged(self, which: str, setting: int, k: int, policy: Policy) -> np.ndarray:
+        """Duplicate decisions for the positive ("pos") or negative ("neg") pairs."""
+        pairs = self.pairs[which]
+        a, b = pairs[:, 0], pairs[:, 1]
+        dist = hamming(self.fps[a, setting], self.fps[b, setting])
+        lens = self.lengths(policy)
+        exact = self.exact[policy.digits]
+        return pair_matches(dist, (lens[a], lens[b]), exact[a] == exact[b], k, policy)
+
+    def distances(self, which: str, setting: int) -> np.ndarray:
+        """Hamming distances of the pairs."""
+        pairs = self.pairs[which]
+        return hamming(self.fps[pairs[:, 0], setting], self.fps[pairs[:, 1], setting])
+
+    def table(self, setting: int, k: int, policy: Policy) -> dict[str, tuple]:
+        """Per language: (P, R, F1, TP, FP, FN)."""
+        pos, neg = self.judged("pos", setting, k, policy), self.judged("neg", setting, k, policy)
+        pos_lang, neg_lang = self.lang[self.pairs["pos"][:, 0]], self.lang[self.pairs["neg"][:, 0]]
+        out = {}
+        for lang in ("en", "zh"):
+            tp = int(pos[pos_lang == lang].sum())
+            fn = int((~pos[pos_lang == lang]).sum())
+            fp = int(neg[neg_lang == lang].sum())
+            out[lang] = (*prf(tp, fp, fn), tp, fp, fn)
+        return out
+
+    def all_pair_false_matches(self, setting: int, k: int, policy: Policy) -> dict[str, tuple]:
+        """Per language: (pairs of pages of different articles judged duplicates, all pairs)."""
+        out = {}
+        lens = self.lengths(policy)
+        for lang in ("en", "zh"):
+            idx = np.flatnonzero(self.lang == lang)
+            fps, arts, ln = self.fps[idx, setting], self.article[idx], lens[idx]
+            ex = self.exact[policy.digits][idx]
+            bad = total = 0
+            for i in range(len(idx) - 1):
+                other = slice(i + 1, None)
+                diff = arts[other] != arts[i]
+                dist = hamming(np.full(len(idx) - i - 1, fps[i]), fps[other])
+                match = pair_matches(
+                    dist, (np.full(len(dist), ln[i]), ln[other]), ex[other] == ex[i], k, policy
+                )
+                bad += int((match & diff).sum())
+                total += int(diff.sum())
+            out[lang] = (bad, total)
+        return out
+
+
+def histogram(title: str, rows: dict[str, np.ndarray], top: int = 32) -> list[str]:
+    """Text histogram of distances 0..top (counts, and a bar per row scaled to its size)."""
+    lines = [title, "  d  " + "  ".join(f"{name:>24}" for name in rows)]
+    for d in range(top + 1):
+        cells = []
+        for values in rows.values():
+            n = int((values == d).sum()) if d < top else int((values >= d).sum())
+            bar = "#" * round(20 * n / max(1, len(values)))
+            cells.append(f"{n:6d} {bar:<17}")
+        label = f"{d:3d}" if d < top else f"{d:2d}+"
+        lines.append(f"{label}  " + "  ".join(cells))
+    return lines
+
+
+def _fmt(values: tuple) -> str:
+    p, r, f1, tp, fp, fn = values
+    return f"{p:.3f} {r:.3f} {f1:.3f} {fp:4d}"
+
+
+def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
+    """Feature-setting table, k sweep, per-edit recall and histograms."""
+    names = list(SETTINGS)
+    out.append(f"\n## Feature settings at k={K} ({policy.name})\n")
+    out.append("| features | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
+               "| false matches among all different-article pairs EN / ZH |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for i, name in enumerate(names):
+        t = ev.table(i, K, policy)
+        allp = ev.all_pair_false_matches(i, K, policy)
+        en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
+        out.append(
+            f"| {name} | " + " | ".join(en) + " | " + " | ".join(zh)
+            + f" | {allp['en'][0]} / {allp['en'][1]}, {allp['zh'][0]} / {allp['zh'][1]} |"
+        )
+    for name in dict.fromkeys((CURRENT, RECOMMENDED)):
+        i = names.index(name)
+        out.append(f"\n### k sweep: {name} ({policy.name})\n")
+        out.append("| k | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for k in range(9):
+            t = ev.table(i, k, policy)
+            en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
+            out.append(f"| {k} | " + " | ".join(en) + " | " + " | ".join(zh) + " |")
+        out.append(f"\n### Recall per edit kind at k={K}: {name} ({policy.name})\n")
+        out.append("| edit | EN recall | EN pairs | ZH recall | ZH pairs | median d EN / ZH |")
+        out.append("|---|---|---|---|---|---|")
+        judged = ev.judged("pos", i, K, policy)
+        dist = ev.distances("pos", i)
+        pos_lang = ev.lang[ev.pairs["pos"][:, 0]]
+        for edit in EDITS:
+            cells = []
+            meds = []
+            for lang in ("en", "zh"):
+                sel = (ev.kinds["pos"] == edit) & (pos_lang == lang)
+                cells.append(f"{judged[sel].mean():.3f} | {int(sel.sum())}" if sel.any() else "- | 0")
+                meds.append(f"{np.median(dist[sel]):.0f}" if sel.any() else "-")
+            out.append(f"| {edit} | " + " | ".join(cells) + f" | {' / '.join(meds)} |")
+        neg_lang = ev.lang[ev.pairs["neg"][:, 0]]
+        neg_dist = ev.distances("neg", i)
+        for lang in ("en", "zh"):
+            rows = {
+                "same article": dist[pos_lang == lang],
+                "diff. article, same tmpl": neg_dist[
+                    (neg_lang == lang) & (ev.kinds["neg"] == "same-template")
+                ],
+            }
+            if lang == "zh":
+                rows["diff. article, same topic"] = neg_dist[
+                    (neg_lang == lang) & (ev.kinds["neg"] == "same-topic")
+                ]
+            out.append("\n```")
+            out.extend(histogram(f"Hamming distances, {lang}, {name}", rows))
+            out.append("```")
+
+
+def report_clough(root: Path, out: list[str], workers: int) -> None:
+    """Distance of each Clough-Stevenson answer to its task's source text, per category."""
+    rows = load_clough(root)
+    texts = [r[3] for r in rows]
+    fps = np.array(run_pool(_fingerprints, texts, workers), dtype=np.uint64)
+    orig = {r[1]: i for i, r in enumerate(rows) if r[2] == "orig"}
+    out.append(f"\n## Clough-Stevenson answers vs their source text (k={K})\n")
+    out.append("| features | category | n | min | median | max | share within k |")
+    out.append("|---|---|---|---|---|---|---|")
+    for s, name in enumerate(SETTINGS):
+        if name not in (CURRENT, RECOMMENDED, "2-shingles tfidf", "3-shingles tfidf"):
+            continue
+        by_cat: dict[str, list[int]] = defaultdict(list)
+        for i, (_, task, cat, _) in enumerate(rows):
+            if cat != "orig":
+                by_cat[cat].append(int(fps[i, s] ^ fps[orig[task], s]).bit_count())
+        for cat in ("cut", "light", "heavy", "non"):
+            d = np.array(by_cat[cat])
+            out.append(
+                f"| {name} | {cat} | {len(d)} | {d.min()} | {np.median(d):.0f} | {d.max()} "
+                f"| {(d <= K).mean():.2f} |"
+            )
+
+
+def _fp_one(text: str) -> int:
+    return fingerprint(text, SETTINGS[RECOMMENDED])
+
+
+def report_short(
+    root: Path, ev: Evaluation, policies: list[Policy], out: list[str], workers: int, quick: bool
+) -> None:
+    """PAWS-X pairs and short syndicated briefs under each short-text policy."""
+    paws = load_pawsx(root)
+    identical = [normalize(a) == normalize(b) for a, b, _ in paws]
+    paws = [p for p, same in zip(paws, identical, strict=True) if not same]
+    if quick:
+        paws = paws[::4]
+    flat = [s for a, b, _ in paws for s in (a, b)]
+    fps = np.array(run_pool(_fingerprints, flat, workers), dtype=np.uint64)
+    s = list(SETTINGS).index(RECOMMENDED)
+    pd = hamming(fps[0::2, s], fps[1::2, s])
+    out.append(f"\n## Short texts: PAWS-X Chinese pairs ({len(paws)} pairs of different texts)\n")
+    lens = [len(x) for x in flat]
+    out.append(
+        f"{sum(identical)} of the 2000 pairs are the same sentence twice (after NFKC, case and "
+        f"punctuation folding) and are left out. Sentence length: median "
+        f"{np.median(lens):.0f} chars, max {max(lens)}.\n"
+    )
+    out.append("| features | pairs within k=3 (simhash alone) | within k=1 | within k=0 |")
+    out.append("|---|---|---|---|")
+    for i, name in enumerate(SETTINGS):
+        d = hamming(fps[0::2, i], fps[1::2, i])
+        out.append(f"| {name} | {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |")
+    out.append("\n```")
+    out.extend(histogram(f"PAWS-X pair distances ({RECOMMENDED})", {"pairs": pd}, top=24))
+    out.append("```")
+    # Longer look-alike texts: m PAWS-X pairs concatenated (sentence 1s vs sentence 2s).
+    out.append(
+        f"\n### Look-alike texts of growing length: m PAWS-X pairs joined ({RECOMMENDED})\n"
+    )
+    out.append("| m | median chars | texts | within k=3 | within k=2 | within k=1 | within k=0 |")
+    out.append("|---|---|---|---|---|---|---|")
+    for m in (1, 2, 3, 5, 8, 12):
+        groups = [paws[i : i + m] for i in range(0, len(paws) - m + 1, m)]
+        a_texts = ["\n".join(g[0] for g in grp) for grp in groups]
+        b_texts = ["\n".join(g[1] for g in grp) for grp in groups]
+        fa = np.array(run_pool(_fp_one, a_texts, workers), dtype=np.uint64)
+        fb = np.array(run_pool(_fp_one, b_texts, workers), dtype=np.uint64)
+        d = hamming(fa, fb)
+        med = np.median([len(t) for t in a_texts])
+        out.append(
+            f"| {m} | {med:.0f} | {len(d)} | {(d <= 3).sum()} | {(d <= 2).sum()} "
+            f"| {(d <= 1).sum()} | {(d == 0).sum()} |"
+        )
+    rng = random.Random(7)
+    articles = load_articles(root)
+    if quick:
+        articles = articles[::3]
+    briefs = short_cases(articles, rng)
+    brief_texts = [t for _, a, b, _, _ in briefs for t in (a, b)]
+    bfp = np.array(run_pool(_fp_one, brief_texts, workers), dtype=np.uint64)
+    bd = hamming(bfp[0::2], bfp[1::2])
+    out.append("\n### Short-text policies\n")
+    out.append(
+        "PAWS-X false drops: pairs judged duplicates (each pair is two different texts). "
+        "Briefs: the first sentences (60-400 chars) of real articles vs a copy with one "
+        f"syndication edit ({len(briefs)} pairs); recall = copies judged duplicates. "
+        "Long set: the page-level near-duplicate set above (P / R)."
+    )
+    out.append("")
+    out.append(
+        "| policy | PAWS-X false drops | brief recall | brief recall at 60/120/250/400 chars "
+        "| brief recall: none/counter/typo | long EN P / R | long ZH P / R |"
+    )
+    out.append("|---|---|---|---|---|---|---|")
+    targets = np.array([b[4] for b in briefs])
+    edits = np.array([b[3] for b in briefs])
+    for p in policies:
+        pl = np.array([p.length(x) for x in flat])
+        pk = np.array([p.key(x) for x in flat], dtype=np.uint64)
+        paws_fd = pair_matches(pd, (pl[0::2], pl[1::2]), pk[0::2] == pk[1::2], K, p)
+        bl = np.array([p.length(x) for x in brief_texts])
+        bk = np.array([p.key(x) for x in brief_texts], dtype=np.uint64)
+        brief = pair_matches(bd, (bl[0::2], bl[1::2]), bk[0::2] == bk[1::2], K, p)
+        by_len = " / ".join(f"{brief[targets == t].mean():.2f}" for t in (60, 120, 250, 400))
+        by_edit = " / ".join(
+            f"{brief[edits == e].mean():.2f}" for e in ("none", "counter", "typo")
+        )
+        t = ev.table(s, K, p)
+        out.append(
+            f"| {p.name} | {int(paws_fd.sum())} | {brief.mean():.3f} | {by_len} | {by_edit} "
+            f"| {t['en'][0]:.3f} / {t['en'][1]:.3f} | {t['zh'][0]:.3f} / {t['zh'][1]:.3f} |"
+        )
+
+
+POLICIES = [
+    Policy("skip < 200 chars (current)", 200, "skip"),
+    Policy("skip < 300 chars", 300, "skip"),
+    Policy("exact < 200 chars", 200, "exact"),
+    Policy("exact < 200 chars, digits stripped", 200, "exact", digits=False),
+    Policy("exact < 300 chars", 300, "exact"),
+    Policy("exact < 400 chars", 400, "exact"),
+    Policy("k=1 < 200 chars", 200, "k1"),
+    Policy("k=0 < 300 chars", 300, "k0"),
+]
+CURRENT_POLICY = POLICIES[0]
+RECOMMENDED_POLICY = POLICIES[0]
+
+
+def main() -> None:
+    """Build the cases, analyse every page, print the tables (Markdown)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a third of the cases")
+    parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--out", type=Path, help="also write the report to this file")
+    args = parser.parse_args()
+    root = data_dir()
+    if not root.is_dir():
+        sys.exit(f"no data at {root} (set NEARDUPE_DATA)")
+    start = time.perf_counter()
+    cases = build_cases(root, quick=args.quick)
+    built = time.perf_counter()
+    results = run_pool(_analyze, [p.html for p in cases.pages], args.workers)
+    texts = [r[0] for r in results]
+    fps = np.array([r[1] for r in results], dtype=np.uint64)
+    analysed = time.perf_counter()
+    ev = Evaluation(cases, texts, fps)
+    out: list[str] = []
+    langs = Counter(p.lang for p in cases.pages)
+    out.append(
+        f"# nearDupe quality ({'quick' if args.quick else 'full'} run)\n\n"
+        f"{len(cases.pages)} pages ({langs['en']} en, {langs['zh']} zh) from "
+        f"{len({p.template for p in cases.pages})} real templates and {len(cases.articles)} "
+        f"real articles; {len(cases.positives)} positive pairs, "
+        f"{Counter(k for *_, k in cases.negatives)} negative pairs. "
+        f"Built in {built - start:.0f} s, analysed in {analysed - built:.0f} s."
+    )
+    report_main(ev, CURRENT_POLICY, out)
+    if RECOMMENDED_POLICY != CURRENT_POLICY:
+        report_main(ev, RECOMMENDED_POLICY, out)
+    report_clough(root, out, args.workers)
+    report_short(root, ev, POLICIES, out, args.workers, args.quick)
+    out.append(f"\nTotal {time.perf_counter() - start:.0f} s.")
+    text = "\n".join(out)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

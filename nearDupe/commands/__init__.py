@@ -1,0 +1,241 @@
+"""``scrapy neardupe``: inspect and explain a nearDupe index (registered as a Scrapy command)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from nearDupe._settings import Config
+from nearDupe.errors import NearDupeError
+from nearDupe.report import ReportWriter, read_report
+
+SUBCOMMANDS = {
+    "stats": "size, design, settings, memory and distance histograms of the index",
+    "check": "fingerprint a URL or HTML file and list its near-duplicates in the index",
+    "clusters": "write groups of near-duplicate pages as JSON lines, biggest first",
+    "report": "write a self-contained HTML report with plots",
+    "import": "build or extend the index from a crawl's JSON-lines output",
+}
+
+
+class NearDupeCommand(ScrapyCommand):
+    """The ``scrapy neardupe SUBCOMMAND`` command."""
+
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = {"LOG_LEVEL": "WARNING"}  # noqa: RUF012 - Scrapy's own attribute
+
+    def syntax(self) -> str:
+        """Usage after ``scrapy neardupe``."""
+        return "{stats|check URL_OR_FILE|clusters|report|import FEED.jsonl} [options]"
+
+    def short_desc(self) -> str:
+        """One line for ``scrapy -h``."""
+        return "Inspect the nearDupe index: stats, check, clusters, report, import"
+
+    def long_desc(self) -> str:
+        """The help text."""
+        listed = "; ".join(f"{name}: {desc}" for name, desc in SUBCOMMANDS.items())
+        return (
+            "Inspect and explain the nearDupe index named by the project's NEARDUPE_* settings "
+            f"(override with -s NEARDUPE_INDEX=PATH). Subcommands: {listed}."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """Options of every subcommand."""
+        super().add_options(parser)
+        group = parser.add_argument_group("nearDupe options")
+        group.add_argument(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="clusters/report: file to write (default: stdout/report.html); "
+            "import: also write the decisions as JSON lines",
+        )
+        group.add_argument(
+            "--report",
+            metavar="FILE",
+            help="a NEARDUPE_REPORT decisions file (default: NEARDUPE_REPORT if it exists)",
+        )
+        group.add_argument("--json", action="store_true", help="stats/check: print JSON")
+        group.add_argument("--k", type=int, help="distance for duplicates (default: the index's)")
+        group.add_argument(
+            "--radius", type=int, help="stats/check: how far to look for neighbours"
+        )
+        group.add_argument("--top", type=int, default=20, help="report: clusters to show")
+        group.add_argument("--min-size", type=int, default=2, help="clusters: smallest size")
+        group.add_argument(
+            "--text", action="store_true", help="check: the file is plain text, not HTML"
+        )
+        group.add_argument("--url-field", default="url", help="import: field with the URL")
+        group.add_argument("--text-field", default="text", help="import: field with the text")
+        group.add_argument(
+            "--workers",
+            type=int,
+            help="import: fingerprinting processes (default NEARDUPE_WORKERS)",
+        )
+        group.add_argument(
+            "--progress",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="import: show a progress bar (default: when on a terminal)",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Dispatch to the subcommand."""
+        if not args or args[0] not in SUBCOMMANDS:
+            raise UsageError(f"choose a subcommand: {', '.join(SUBCOMMANDS)}", print_help=not args)
+        name, operands = args[0], args[1:]
+        unknown = [a for a in operands if a.startswith("-")]
+        if unknown:
+            raise UsageError(f"unknown option(s): {' '.join(unknown)}")
+        config = self._config()
+        wanted = 1 if name in {"check", "import"} else 0
+        if len(operands) != wanted:
+            raise UsageError(f"{name} takes {wanted or 'no'} argument{'s' if wanted != 1 else ''}")
+        if config.is_redis and name != "import":
+            raise UsageError(f"{name} reads an embedded index; NEARDUPE_INDEX is {config.index}")
+        try:
+            getattr(self, f"_{name}")(config, opts, *operands)
+        except NearDupeError as exc:
+            print(f"nearDupe: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def _config(self) -> Config:
+        """The project's NEARDUPE_* settings (inspection works even with NEARDUPE_ENABLED off)."""
+        assert self.settings is not None
+        settings = self.settings.copy()
+        settings.set("NEARDUPE_ENABLED", True, priority="cmdline")
+        try:
+            return Config.from_settings(settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    # -- subcommands ---------------------------------------------------------------------
+
+    def _stats(self, config: Config, opts: argparse.Namespace) -> None:
+        from nearDupe.commands.stats import format_stats, index_stats
+
+        view = self._view(config)
+        radius = opts.radius if opts.radius is not None else self._k(view, opts) + 3
+        stats = index_stats(view, radius, self._decisions(config, opts))
+        print(json.dumps(stats, indent=2) if opts.json else format_stats(stats))
+
+    def _check(self, config: Config, opts: argparse.Namespace, target: str) -> None:
+        from nearDupe.commands.check import analyze_page, check_page, format_check, load_page
+
+        view = self._view(config)
+        radius = opts.radius if opts.radius is not None else max(view.design.k, view.k)
+        assert self.settings is not None
+        response = load_page(target, self.settings.get("USER_AGENT") or "nearDupe")
+        analysis = analyze_page(response, config, view, opts.text)
+        result = check_page(target, response, analysis, view, radius)
+        print(json.dumps(result, indent=2) if opts.json else format_check(result))
+
+    def _clusters(self, config: Config, opts: argparse.Namespace) -> None:
+        from nearDupe.commands.clusters import find_clusters, pages_of
+
+        view = self._view(config)
+        pages = pages_of(view, self._decisions(config, opts))
+        clusters = find_clusters(pages, self._k(view, opts), max(1, opts.min_size))
+        lines = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in clusters)
+        if opts.output and opts.output != "-":
+            Path(opts.output).write_text(lines, encoding="utf-8")
+            print(
+                f"{len(clusters)} clusters of {sum(c.size for c in clusters)} pages "
+                f"written to {opts.output}",
+                file=sys.stderr,
+            )
+        else:
+            sys.stdout.write(lines)
+
+    def _report(self, config: Config, opts: argparse.Namespace) -> None:
+        from nearDupe.commands.html_report import build_report
+
+        view = self._view(config)
+        decisions = self._decisions(config, opts)
+        source = opts.report or (config.report if decisions is not None else None)
+        html = build_report(view, decisions, k=self._k(view, opts), top=opts.top, source=source)
+        output = Path(opts.output or "report.html")
+        output.write_text(html, encoding="utf-8")
+        print(f"report written to {output}", file=sys.stderr)
+
+    def _import(self, config: Config, opts: argparse.Namespace, feed_name: str) -> None:
+        from nearDupe.commands import importer
+
+        feed = Path(feed_name)
+        if not feed.is_file():
+            raise UsageError(f"no feed file {feed}")
+        total = importer.count_items(feed)
+        workers = opts.workers
+        if workers is None:
+            small = total is not None and total < importer.POOL_FROM
+            workers = 0 if small else config.workers
+        items = importer.read_feed(feed, opts.url_field, opts.text_field)
+        progress = importer.ProgressBar(total, sys.stderr, importer.progress_wanted(opts.progress))
+        writer = ReportWriter(opts.output) if opts.output else None
+        store = importer.open_writable(config)
+
+        async def run() -> tuple[Any, int]:
+            try:
+                with importer.analyses(items, config, workers) as results:
+                    counts = await importer.import_feed(store, results, feed, progress, writer)
+                return counts, await store.count()
+            finally:
+                await store.close()
+
+        try:
+            counts, size = asyncio.run(run())
+        finally:
+            progress.close()
+            if writer is not None:
+                writer.close()
+        skipped = {k.split("/", 1)[1]: v for k, v in sorted(counts.items()) if "/" in k}
+        summary = {
+            "feed": str(feed),
+            "index": config.index,
+            "items": counts["kept"] + counts["dropped"] + counts["skipped"],
+            "kept": counts["kept"],
+            "dropped": counts["dropped"],
+            "skipped": counts["skipped"],
+            "skipped_by_reason": skipped,
+            "index_size": size,
+        }
+        if opts.json:
+            print(json.dumps(summary, indent=2))
+            return
+        reasons = f" ({', '.join(f'{r} {n}' for r, n in skipped.items())})" if skipped else ""
+        print(
+            f"imported {summary['items']} items from {feed}: {summary['kept']} kept, "
+            f"{summary['dropped']} dropped, {summary['skipped']} skipped{reasons}; "
+            f"index {config.index} now holds {size} pages"
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _view(config: Config) -> Any:
+        from nearDupe.commands._index import IndexView
+
+        return IndexView(config.index)
+
+    @staticmethod
+    def _k(view: Any, opts: argparse.Namespace) -> int:
+        return view.k if opts.k is None else opts.k
+
+    @staticmethod
+    def _decisions(config: Config, opts: argparse.Namespace) -> list[dict[str, Any]] | None:
+        path = opts.report or config.report
+        if path is None or (not opts.report and not Path(path).is_file()):
+            return None
+        try:
+            return read_report(path)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read decisions report {path}: {exc}") from None

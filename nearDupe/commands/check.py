@@ -1,0 +1,100 @@
+"""``scrapy neardupe check``: fingerprint one page (URL or file) and list its near-duplicates."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from scrapy.exceptions import UsageError
+from scrapy.http import HtmlResponse
+
+from nearDupe._settings import Config
+from nearDupe.analysis import Analysis, analyze_html, analyze_text
+from nearDupe.commands._index import IndexView
+from nearDupe.simhash import to_hex
+
+
+def load_page(target: str, user_agent: str, timeout: float = 30.0) -> HtmlResponse:
+    """A URL fetched (urllib) or a local file read, decoded the way Scrapy decodes responses."""
+    if target.startswith(("http://", "https://")):
+        request = urllib.request.Request(target, headers={"User-Agent": user_agent})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                return HtmlResponse(
+                    reply.geturl(),
+                    status=reply.status,
+                    headers=dict(reply.headers.items()),
+                    body=reply.read(),
+                )
+        except OSError as exc:
+            raise UsageError(f"cannot fetch {target}: {exc}") from None
+    path = Path(target.removeprefix("file://"))
+    if not path.is_file():
+        raise UsageError(f"{target} is neither an http(s) URL nor a readable file")
+    return HtmlResponse(path.resolve().as_uri(), body=path.read_bytes())
+
+
+def analyze_page(response: HtmlResponse, config: Config, view: IndexView, text: bool) -> Analysis:
+    """The page's Analysis, made with the index's own feature settings."""
+    if text:
+        return analyze_text(response.text, config.min_text_length, view.features)
+    html = response.text[: config.max_html_chars]
+    return analyze_html(html, config.min_text_length, config.max_html_chars, view.features)
+
+
+def check_page(
+    target: str, response: HtmlResponse, analysis: Analysis, view: IndexView, radius: int
+) -> dict[str, Any]:
+    """The verdict on one page and every stored page within radius of it."""
+    result: dict[str, Any] = {
+        "page": target,
+        "url": response.url,
+        "text_length": analysis.text_length,
+        "language": analysis.language,
+        "k": view.k,
+        "radius": radius,
+    }
+    if analysis.fingerprint is None:
+        return {**result, "verdict": "skipped", "reason": analysis.skip_reason, "matches": []}
+    keys = view.keys_by_fp()
+    matches = [
+        {"distance": d, "url": key, "fingerprint": to_hex(fp), "duplicate": d <= view.k}
+        for fp, d in view.near(analysis.fingerprint, radius)
+        for key in keys.get(fp, [])
+    ]
+    verdict = "dropped" if matches and matches[0]["duplicate"] else "kept"
+    return {
+        **result,
+        "fingerprint": to_hex(analysis.fingerprint),
+        "verdict": verdict,
+        "matches": matches,
+    }
+
+
+def format_check(result: dict[str, Any]) -> str:
+    """The text ``check`` prints."""
+    lines = [f"page          {result['page']}"]
+    if result["url"] != result["page"]:
+        lines.append(f"url           {result['url']}")
+    lines.append(f"main text     {result['text_length']:,} characters ({result['language']})")
+    if result["verdict"] == "skipped":
+        lines.append(f"verdict       SKIPPED: not fingerprinted ({result['reason']})")
+        return "\n".join(lines)
+    lines.append(f"fingerprint   {result['fingerprint']}")
+    matches = result["matches"]
+    if result["verdict"] == "dropped":
+        first = matches[0]
+        lines.append(
+            f"verdict       DROPPED: near-duplicate of {first['url']} "
+            f"(distance {first['distance']} <= k={result['k']})"
+        )
+    else:
+        lines.append(f"verdict       KEPT: no stored page within k={result['k']}")
+    lines += ["", f"stored pages within {result['radius']} bits ({len(matches)}):"]
+    lines += [
+        f"  {m['distance']:>2}  {'DUPLICATE' if m['duplicate'] else 'near     '}  "
+        f"{m['fingerprint']}  {m['url']}"
+        for m in matches
+    ] or ["  (none)"]
+    return "\n".join(lines)

@@ -1,0 +1,161 @@
+"""``scrapy neardupe import``: build or extend an index from a crawl's JSON-lines output."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO
+
+from scrapy.exceptions import UsageError
+
+from nearDupe._settings import Config
+from nearDupe.analysis import Analysis, analyze_text, warm_up
+from nearDupe.features import FeatureSettings
+from nearDupe.report import Decision, ReportWriter
+from nearDupe.store import Store, open_store
+
+#: Feeds shorter than this are fingerprinted in-process (starting workers costs seconds).
+POOL_FROM = 200
+
+Item = tuple[int, str | None, str | None]
+
+
+def read_feed(path: Path, url_field: str, text_field: str) -> Iterator[Item]:
+    """(line number, url, text) of each JSON object in a JSON-lines file (or a JSON array)."""
+    with path.open(encoding="utf-8") as f:
+        first = f.read(1)
+        f.seek(0)
+        objects = enumerate(json.load(f), 1) if first == "[" else _lines(f)
+        for number, obj in objects:
+            if not isinstance(obj, dict):
+                yield number, None, None
+                continue
+            url, text = obj.get(url_field), obj.get(text_field)
+            yield (
+                number,
+                url if isinstance(url, str) else None,
+                (text if isinstance(text, str) else None),
+            )
+
+
+def _lines(f: TextIO) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(f, 1):
+        if line.strip():
+            try:
+                yield number, json.loads(line)
+            except ValueError as exc:
+                raise UsageError(f"line {number} is not JSON: {exc}") from None
+
+
+def count_items(path: Path) -> int | None:
+    """Number of non-blank lines of a JSON-lines feed (None for a JSON array)."""
+    with path.open("rb") as f:
+        if f.read(1) == b"[":
+            return None
+        f.seek(0)
+        return sum(1 for line in f if line.strip())
+
+
+def _analyze(item: Item, min_length: int, features: FeatureSettings) -> tuple[Item, Analysis]:
+    _, _, text = item
+    if text is None:
+        return item, Analysis("", None, "unknown", "no-text-field")
+    return item, analyze_text(text, min_length, features)
+
+
+@contextmanager
+def analyses(items: Iterator[Item], config: Config, workers: int) -> Iterator[Any]:
+    """(item, Analysis) in feed order, from a spawn pool of ``workers`` processes (0: inline)."""
+    work = partial(_analyze, min_length=config.min_text_length, features=config.features)
+    if workers <= 0:
+        yield map(work, items)
+        return
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=warm_up, initargs=(config.features,)) as pool:
+        yield pool.imap(work, items, chunksize=8)
+
+
+class ProgressBar:
+    """A carriage-return progress bar on a terminal stream, redrawn at most 10 times a second."""
+
+    def __init__(self, total: int | None, stream: TextIO, enabled: bool) -> None:
+        self.total, self.stream, self.enabled = total, stream, enabled
+        self.start = self._drawn = time.monotonic()
+
+    def update(self, done: int, counts: Counter[str], force: bool = False) -> None:
+        """Redraw with ``done`` items processed."""
+        now = time.monotonic()
+        if not self.enabled or (not force and now - self._drawn < 0.1):
+            return
+        self._drawn = now
+        rate = done / max(now - self.start, 1e-9)
+        tally = f"kept {counts['kept']} dropped {counts['dropped']} skipped {counts['skipped']}"
+        if self.total:
+            filled = round(30 * done / self.total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}"
+        else:
+            bar = f"{done} items"
+        self.stream.write(f"\r{bar} {rate:,.0f}/s  {tally}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+async def import_feed(
+    store: Store,
+    results: Iterator[tuple[Item, Analysis]],
+    feed: Path,
+    progress: ProgressBar,
+    report: ReportWriter | None = None,
+) -> Counter[str]:
+    """check_and_add every fingerprinted item; counts of kept, dropped, skipped and reasons."""
+    counts: Counter[str] = Counter()
+    for done, ((number, url, _), analysis) in enumerate(results, 1):
+        decision = await _decide(store, url or "", number, feed, analysis)
+        counts[decision.decision] += 1
+        if decision.reason:
+            counts[f"skipped/{decision.reason}"] += 1
+        if report is not None:
+            report.write(decision)
+        progress.update(done, counts)
+    progress.update(sum(counts[d] for d in ("kept", "dropped", "skipped")), counts, force=True)
+    return counts
+
+
+async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Analysis) -> Decision:
+    if not url:
+        return Decision(f"{feed}#{number}", "skipped", reason="no-url-field")
+    if analysis.skip_reason or analysis.fingerprint is None:
+        return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
+    match = await store.check_and_add(analysis.fingerprint, url)
+    if match is None:
+        return Decision(url, "kept", analysis.fingerprint)
+    if match.key == url:
+        return Decision(url, "skipped", analysis.fingerprint, reason="already-indexed")
+    return Decision(url, "dropped", analysis.fingerprint, match.key, match.distance)
+
+
+def open_writable(config: Config) -> Store:
+    """The configured store, opened for writing (the crawl's own options)."""
+    options: dict[str, Any] = (
+        {"name": config.index_name}
+        if config.is_redis
+        else {"commit_interval": max(config.commit_interval, 5.0)}
+    )
+    return open_store(config.index, config.header, **options)
+
+
+def progress_wanted(option: bool | None) -> bool:
+    """--progress / --no-progress, else on when stderr is a terminal."""
+    return sys.stderr.isatty() if option is None else option

@@ -1,0 +1,85 @@
+"""Extension: every LOGSTATS_INTERVAL seconds, one INFO line with nearDupe's counts so far."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+
+def _looping_call(func: Any) -> Any:
+    try:
+        from scrapy.utils.asyncio import create_looping_call
+    except ImportError:  # Scrapy < 2.13
+        from twisted.internet.task import LoopingCall
+
+        return LoopingCall(func)
+    return create_looping_call(func)
+
+
+class NearDupeLogStats:
+    """Logs e.g. ``nearDupe: 120 items seen (60/min), 80 kept, 30 dropped, 10 skipped``."""
+
+    def __init__(self, stats: StatsCollector, interval: float) -> None:
+        self.stats = stats
+        self.interval = interval
+        self.task: Any = None
+        self._seen_before = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NearDupeLogStats:
+        """Enabled with nearDupe, at Scrapy's LOGSTATS_INTERVAL (0 disables it)."""
+        if not crawler.settings.getbool("NEARDUPE_ENABLED", True):
+            raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
+        interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
+        if interval <= 0:
+            raise NotConfigured("LOGSTATS_INTERVAL is 0")
+        extension = cls(crawler.stats, interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self) -> None:
+        """Start logging (the first line after one interval)."""
+        self.task = _looping_call(self.log)
+        self.task.start(self.interval, now=False)
+
+    def spider_closed(self) -> None:
+        """Stop logging (the pipeline logs the final summary)."""
+        if self.task is not None and self.task.running:
+            self.task.stop()
+
+    def message(self) -> str:
+        """The line for the stats as they are now."""
+        stats = self.stats.get_stats()
+        seen = stats.get("neardupe/seen", 0)
+        rate = (seen - self._seen_before) * 60.0 / self.interval
+        self._seen_before = seen
+        skipped = {
+            name.rsplit("/", 1)[1]: n
+            for name, n in sorted(stats.items())
+            if name.startswith("neardupe/skipped/")
+        }
+        line = (
+            f"nearDupe: {seen:,} items seen ({rate:,.0f}/min), "
+            f"{stats.get('neardupe/kept', 0):,} kept, "
+            f"{stats.get('neardupe/dropped', 0):,} dropped, {sum(skipped.values()):,} skipped"
+        )
+        if skipped:
+            line += " (" + ", ".join(f"{reason} {n:,}" for reason, n in skipped.items()) + ")"
+        size = stats.get("neardupe/index_size")
+        if size is not None:
+            line += f"; index holds {size:,} pages"
+        return line
+
+    def log(self) -> None:
+        """Log one line."""
+        logger.info(self.message())

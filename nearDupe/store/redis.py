@@ -1,0 +1,550 @@
+"""One near-duplicate index shared by many crawler processes and machines, kept in Redis.
+
+Key layout (``name`` defaults to ``neardupe``; every key carries the hash tag ``{name}``)::
+
+    {name}:header        STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
+    {name}:layout        STRING  JSON {"format", "bucket_bits"}: how the buckets below are cut
+    {name}:count         STRING  INCR counter: pages stored
+    {name}:keys          HASH    8-byte big-endian fingerprint -> first key (URL) stored with it
+    {name}:<t>:<prefix>  STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of the
+                                 fingerprint permuted by table t (hex): the fingerprints (8 bytes
+                                 each, big-endian, unpermuted) appended one after another
+
+This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
+fingerprints within distance k share the leading prefix of at least one table, so a query only
+reads its own bucket in each table.  Fingerprints are 8-byte binary records, never sorted-set
+scores (doubles lose 64-bit integers above 2**53).  A bucket is one string of packed records
+rather than a Redis SET: 8 bytes per fingerprint per table instead of ~50-60 (a SET of strings
+is a hash table on Redis < 7.2), and one GET hands the whole bucket to Lua.
+
+Check-and-insert is ONE Lua script (EVALSHA): it scans the query's bucket in every table,
+computes Hamming distances on two 32-bit halves with Redis Lua's ``bit`` library, and either
+returns the nearest stored page or appends the fingerprint to every bucket and records its key.
+Scripts run atomically, so two processes meeting copies of one article at the same time keep
+exactly one.
+
+Redis Cluster: the hash tag puts every key of one index in ONE slot, so the script (which
+touches keys computed from the fingerprint) runs on one node.  One index therefore lives on
+one primary: its capacity is that node's memory (roughly 100-200 bytes per page, mostly the
+URL; see benchmarks/redis_bench.py), and its throughput is one Redis core.  Shard several crawls
+over a cluster by giving each its own ``name``.
+
+Failure policy: connection errors, timeouts and a server still loading its data are retried
+with exponential backoff (50 ms doubling) for ``retry_seconds`` (default 2 s; each attempt is
+cut by a socket timeout of at most that much, so a hung Redis costs a call at most about twice
+``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is raised.  The plugin
+keeps the item, queues (fp, key) locally and later hands the queue to
+:meth:`RedisStore.replay`.  A retried check-and-insert whose first attempt did reach Redis
+finds its own fingerprint under its own key: that is recognised and reported as new, not as a
+duplicate of itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import redis as redis_sync
+import redis.asyncio as redis_async
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.exceptions import ClusterDownError, RedisClusterException, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from nearDupe.designs import BITS, Design
+from nearDupe.errors import IndexFileError, IndexSettingsMismatch, StoreUnavailable
+from nearDupe.store.base import FORMAT_VERSION, IndexHeader, Match
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Errors after which a call is retried: Redis is away, restarting, loading or failing over.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,  # includes BusyLoadingError (restarted, still reading its AOF)
+    RedisTimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    TimeoutError,
+    OSError,
+    RedisClusterException,  # no cluster node reachable
+)
+
+#: Largest bucket prefix: tables with longer prefixes (10-, 16-, 20-table designs) are cut
+#: here so that a bucket holds several fingerprints instead of costing one key per page.
+MAX_BUCKET_BITS = 20
+
+_LUA_COMMON = """
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+local byte = string.byte
+
+local function popcount(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
+end
+
+local function halves(s, i)
+  local a, b, c, d, e, f, g, h = byte(s, i, i + 7)
+  return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
+end
+"""
+
+# KEYS: keys hash, counter, one bucket per table.  ARGV: fp (8 bytes), k, key, retried (0/1).
+# Returns nil when (fp, key) was recorded, else {fp (8 bytes), distance, stored key}.
+_LUA_CHECK_AND_ADD = (
+    _LUA_COMMON
+    + """
+local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local qhi, qlo = halves(fp, 1)
+local best, best_hi, best_lo, best_d = nil, 0, 0, 65
+for t = 3, #KEYS do
+  local s = redis.call('GET', KEYS[t])
+  if s then
+    for i = 1, #s, 8 do
+      local hi, lo = halves(s, i)
+      local d = popcount(bxor(hi, qhi))
+      if d <= k then
+        d = d + popcount(bxor(lo, qlo))
+        if d < best_d or (d == best_d and (hi < best_hi or (hi == best_hi and lo < best_lo))) then
+          best, best_hi, best_lo, best_d = string.sub(s, i, i + 7), hi, lo, d
+        end
+      end
+    end
+  end
+end
+if best and best_d <= k then
+  local stored = redis.call('HGET', KEYS[1], best) or ''
+  if not (best_d == 0 and retried == '1' and stored == key) then
+    return {best, best_d, stored}
+  end
+  return nil
+end
+for t = 3, #KEYS do
+  redis.call('APPEND', KEYS[t], fp)
+end
+redis.call('HSETNX', KEYS[1], fp, key)
+redis.call('INCR', KEYS[2])
+return nil
+"""
+)
+
+# KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k.
+# Returns {fp, distance, key, fp, distance, key, ...} for every stored fp within k (unordered).
+_LUA_QUERY = (
+    _LUA_COMMON
+    + """
+local fp, k = ARGV[1], tonumber(ARGV[2])
+local qhi, qlo = halves(fp, 1)
+local seen, out = {}, {}
+for t = 2, #KEYS do
+  local s = redis.call('GET', KEYS[t])
+  if s then
+    for i = 1, #s, 8 do
+      local hi, lo = halves(s, i)
+      local d = popcount(bxor(hi, qhi))
+      if d <= k then
+        d = d + popcount(bxor(lo, qlo))
+        if d <= k then
+          local found = string.sub(s, i, i + 7)
+          if not seen[found] then
+            seen[found] = true
+            out[#out + 1] = found
+            out[#out + 1] = d
+            out[#out + 1] = redis.call('HGET', KEYS[1], found) or ''
+          end
+        end
+      end
+    end
+  end
+end
+return out
+"""
+)
+
+# KEYS: header, layout, counter.  ARGV: header JSON, layout JSON.
+_LUA_HANDSHAKE = """
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  return redis.error_reply('index has pages but no header')
+end
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+redis.call('SET', KEYS[2], ARGV[2], 'NX')
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+"""
+
+# KEYS: keys hash, counter.  ARGV: fp, key, fp, key, ...  First key per fingerprint wins and
+# only new fingerprints are counted, so a retried chunk does not count twice.
+_LUA_ADD_KEYS = """
+local added = 0
+for i = 1, #ARGV, 2 do
+  added = added + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return redis.call('INCRBY', KEYS[2], added)
+"""
+
+# KEYS: buckets.  ARGV: packed records for each bucket, in the same order.
+_LUA_APPEND = """
+for i = 1, #KEYS do
+  redis.call('APPEND', KEYS[i], ARGV[i])
+end
+return #KEYS
+"""
+
+
+def _public_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+class RedisStore:
+    """:class:`~nearDupe.store.Store` in a Redis shared by every crawler process (see module)."""
+
+    def __init__(
+        self,
+        client: Any,
+        header: IndexHeader,
+        *,
+        name: str = "neardupe",
+        url: str = "redis",
+        retry_seconds: float = 2.0,
+        max_bucket_bits: int = MAX_BUCKET_BITS,
+        layout: dict[str, Any] | None = None,
+    ) -> None:
+        if not name or "{" in name or "}" in name:
+            raise ValueError(f"Redis index name must be non-empty without braces, got {name!r}")
+        self.client = client
+        self.header = header
+        self.name = name
+        self.url = url
+        self.k = header.k
+        self.retry_seconds = retry_seconds
+        self.design = Design.named(header.design)
+        self._tag = "{" + name + "}"
+        self._keys_key = f"{self._tag}:keys"
+        self._count_key = f"{self._tag}:count"
+        self._header_key = f"{self._tag}:header"
+        self._layout_key = f"{self._tag}:layout"
+        self._check_and_add = client.register_script(_LUA_CHECK_AND_ADD)
+        self._query = client.register_script(_LUA_QUERY)
+        self._handshake = client.register_script(_LUA_HANDSHAKE)
+        self._add_keys = client.register_script(_LUA_ADD_KEYS)
+        self._append = client.register_script(_LUA_APPEND)
+        wanted = {
+            "format": FORMAT_VERSION,
+            "bucket_bits": [min(t.prefix_bits, max_bucket_bits) for t in self.design.tables],
+        }
+        self._layout_wanted = wanted
+        self._set_layout(layout or wanted)
+        self._ready = layout is not None
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        header: IndexHeader | None = None,
+        *,
+        name: str = "neardupe",
+        cluster: bool = False,
+        retry_seconds: float = 2.0,
+        socket_timeout: float = 1.0,
+        max_connections: int | None = None,
+        max_bucket_bits: int = MAX_BUCKET_BITS,
+        **options: Any,
+    ) -> RedisStore:
+        """Open (creating if new) the index ``name`` at ``url``; checks its header right away.
+
+        ``cluster=True`` talks to a Redis Cluster.  Other options go to the redis-py client.
+        If Redis cannot be reached now, the header is checked on the first call instead.
+        """
+        header = header or IndexHeader()
+        common: dict[str, Any] = {
+            "socket_timeout": min(socket_timeout, retry_seconds),
+            "socket_connect_timeout": min(socket_timeout, retry_seconds),
+            "retry": AsyncRetry(NoBackoff(), 0),
+            **options,
+        }
+        if max_connections is not None:
+            common["max_connections"] = max_connections
+        if cluster:
+            client = redis_async.RedisCluster.from_url(url, **common)
+        else:
+            client = redis_async.Redis.from_url(url, **common)
+        store = cls(
+            client,
+            header,
+            name=name,
+            url=_public_url(url),
+            retry_seconds=retry_seconds,
+            max_bucket_bits=max_bucket_bits,
+        )
+        store._handshake_sync(url, cluster, common)
+        return store
+
+    def _handshake_keys(self) -> tuple[list[str], list[str]]:
+        keys = [self._header_key, self._layout_key, self._count_key]
+        args = [
+            json.dumps(self.header.to_dict(), sort_keys=True),
+            json.dumps(self._layout_wanted, sort_keys=True),
+        ]
+        return keys, args
+
+    def _handshake_sync(self, url: str, cluster: bool, options: dict[str, Any]) -> None:
+        """Check the header with a short-lived blocking client (once, at open)."""
+        options = {k: v for k, v in options.items() if k != "retry"}
+        options["retry"] = Retry(NoBackoff(), 0)
+        keys, args = self._handshake_keys()
+        client = None
+        try:
+            if cluster:
+                client = redis_sync.RedisCluster.from_url(url, **options)  # type: ignore[arg-type]
+            else:
+                client = redis_sync.Redis.from_url(url, **options)
+            reply = client.eval(_LUA_HANDSHAKE, len(keys), *keys, *args)
+        except TRANSIENT_ERRORS as exc:
+            logger.warning(
+                "Redis index %r at %s is unreachable (%s); checking it on first use",
+                self.name,
+                self.url,
+                exc,
+            )
+            return
+        except redis_sync.ResponseError as exc:
+            raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
+        finally:
+            if client is not None:
+                client.close()
+        self._apply_handshake(reply)
+
+    async def _ensure_ready(self) -> None:
+        if self._ready:
+            return
+        keys, args = self._handshake_keys()
+        try:
+            reply = await self._handshake(keys, args)
+        except redis_sync.ResponseError as exc:
+            raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
+        self._apply_handshake(reply)
+
+    def _apply_handshake(self, reply: Sequence[bytes]) -> None:
+        stored_header, stored_layout = (json.loads(v) for v in reply)
+        problems = self.header.mismatches(stored_header)
+        if problems:
+            raise IndexSettingsMismatch(
+                f"Redis index {self.name!r} at {self.url} was built with other settings: "
+                f"{'; '.join(problems)}. Open it with its own settings or choose another "
+                "index name (NEARDUPE_REDIS_NAME) or Redis database."
+            )
+        if stored_layout.get("format") != FORMAT_VERSION or len(
+            stored_layout.get("bucket_bits", [])
+        ) != len(self.design.tables):
+            raise IndexSettingsMismatch(
+                f"Redis index {self.name!r} at {self.url} has an unknown layout {stored_layout}"
+            )
+        if stored_layout != self._layout_wanted:
+            logger.info(
+                "Redis index %r at %s keeps its own bucket layout %s",
+                self.name,
+                self.url,
+                stored_layout["bucket_bits"],
+            )
+        self._set_layout(stored_layout)
+        self._ready = True
+
+    def _set_layout(self, layout: dict[str, Any]) -> None:
+        """Precompute per table: the segment moves and the bucket key's shift."""
+        self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
+        self._tables = []
+        for t, bits in enumerate(self.bucket_bits):
+            p = self.design.packed[t]
+            n = int(p[0])
+            moves = [(int(p[2 + s]), int(p[2 + 2 * n + s]), int(p[2 + n + s])) for s in range(n)]
+            self._tables.append((f"{self._tag}:{t}:", moves, BITS - bits))
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def bucket_keys(self, fp: int) -> list[str]:
+        """The Redis key of ``fp``'s bucket in every table."""
+        out = []
+        for prefix, moves, shift in self._tables:
+            permuted = 0
+            for src, mask, dst in moves:
+                permuted |= ((fp >> src) & mask) << dst
+            out.append(f"{prefix}{permuted >> shift:x}")
+        return out
+
+    # -- the Store contract ----------------------------------------------------------------
+
+    async def check_and_add(self, fp: int, key: str) -> Match | None:
+        """The nearest stored page within k, or None after recording (fp, key) atomically."""
+        fp_bytes = fp.to_bytes(8, "big")
+
+        async def attempt(retried: bool) -> Any:
+            await self._ensure_ready()
+            keys = [self._keys_key, self._count_key, *self.bucket_keys(fp)]
+            return await self._check_and_add(
+                keys, [fp_bytes, self.k, key.encode(), "1" if retried else "0"]
+            )
+
+        reply = await self._retrying("check_and_add", attempt)
+        if reply is None:
+            return None
+        found, distance, stored = reply
+        return Match(stored.decode(), int.from_bytes(found, "big"), int(distance))
+
+    async def query(self, fp: int, k: int | None = None) -> list[Match]:
+        """Stored pages within distance k (default: the index's k), nearest first."""
+        k = self.k if k is None else k
+        if not 0 <= k <= self.design.k:
+            raise ValueError(f"k={k} is outside 0..{self.design.k} for design {self.design.name}")
+
+        async def attempt(_retried: bool) -> Any:
+            await self._ensure_ready()
+            keys = [self._keys_key, *self.bucket_keys(fp)]
+            return await self._query(keys, [fp.to_bytes(8, "big"), k])
+
+        reply = await self._retrying("query", attempt)
+        matches = [
+            Match(reply[i + 2].decode(), int.from_bytes(reply[i], "big"), int(reply[i + 1]))
+            for i in range(0, len(reply), 3)
+        ]
+        return sorted(matches, key=lambda m: (m.distance, m.fingerprint))
+
+    async def count(self) -> int:
+        """How many pages are stored."""
+
+        async def attempt(_retried: bool) -> Any:
+            await self._ensure_ready()
+            return await self.client.get(self._count_key)
+
+        return int(await self._retrying("count", attempt) or 0)
+
+    async def close(self) -> None:
+        """Release the connections."""
+        await self.client.aclose()
+
+    async def __aenter__(self) -> RedisStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- beyond the contract ---------------------------------------------------------------
+
+    async def replay(
+        self, pending: Iterable[tuple[int, str]]
+    ) -> list[tuple[int, str, Match | None]]:
+        """Check-and-add pages queued while Redis was away, in order.
+
+        Returns one (fp, key, match) per page handled; the list is shorter than ``pending`` if
+        Redis went away again, and the pages after it are still pending.
+        """
+        done: list[tuple[int, str, Match | None]] = []
+        for fp, key in pending:
+            try:
+                match = await self.check_and_add(fp, key)
+            except StoreUnavailable:
+                logger.warning(
+                    "Redis index %r at %s went away again; %d queued pages replayed",
+                    self.name,
+                    self.url,
+                    len(done),
+                )
+                break
+            done.append((fp, key, match))
+        return done
+
+    async def add_many(
+        self, fps: Sequence[int] | np.ndarray, keys: Sequence[str], *, chunk: int = 5000
+    ) -> None:
+        """Record pages unconditionally in bulk, a few big script calls (loading, migration).
+
+        Fingerprints already stored keep their first key and are not counted again.
+        """
+        fps = np.asarray(fps, dtype=np.uint64)
+        if len(fps) != len(keys):
+            raise ValueError(f"{len(fps)} fingerprints but {len(keys)} keys")
+        if not len(fps):
+            return
+        await self._retrying("add_many", lambda _r: self._ensure_ready())
+        records = fps.astype(">u8")
+        bucket_keys: list[str] = []
+        bucket_data: list[bytes] = []
+        for t, (prefix, _moves, shift) in enumerate(self._tables):
+            buckets = self.design.permute(t, fps) >> np.uint64(shift)
+            order = np.argsort(buckets, kind="stable")
+            sorted_buckets = buckets[order]
+            raw = records[order].tobytes()
+            starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
+            ends = np.r_[starts[1:], len(order)]
+            for b, s, e in zip(sorted_buckets[starts].tolist(), starts * 8, ends * 8, strict=True):
+                bucket_keys.append(f"{prefix}{b:x}")
+                bucket_data.append(raw[s:e])
+        for start in range(0, len(bucket_keys), chunk):
+            stop = start + chunk
+            await self._retrying(
+                "add_many",
+                lambda _r, a=start, b=stop: self._append(bucket_keys[a:b], bucket_data[a:b]),
+            )
+        raw = records.tobytes()
+        fp_bytes = [raw[i : i + 8] for i in range(0, len(raw), 8)]
+        for start in range(0, len(fps), chunk):
+            stop = start + chunk
+            pairs = zip(fp_bytes[start:stop], keys[start:stop], strict=True)
+            args = [x for pair in pairs for x in pair]
+            await self._retrying(
+                "add_many",
+                lambda _r, args=args: self._add_keys([self._keys_key, self._count_key], args),
+            )
+
+    async def clear(self) -> int:
+        """Delete every key of this index (header included); the number of keys deleted."""
+        deleted = 0
+        async for key in self.client.scan_iter(match=f"{self._tag}:*", count=1000):
+            deleted += await self.client.unlink(key)
+        self._ready = False
+        return deleted
+
+    # -- failures --------------------------------------------------------------------------
+
+    async def _retrying(self, what: str, call: Callable[[bool], Awaitable[T]]) -> T:
+        """Run call(retried), retrying transient errors for up to ``retry_seconds``.
+
+        Each attempt is bounded by the socket timeouts (at most ``retry_seconds``), so a call
+        gives up after about ``retry_seconds`` plus one socket timeout, even if Redis hangs.
+        """
+        deadline = time.monotonic() + self.retry_seconds
+        delay, attempts = 0.05, 0
+        while True:
+            attempts += 1
+            try:
+                return await call(attempts > 1)
+            except TRANSIENT_ERRORS as exc:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise StoreUnavailable(
+                        f"Redis index {self.name!r} at {self.url} unavailable for {what} "
+                        f"after {attempts} attempts in {self.retry_seconds:g} s: {exc!r}"
+                    ) from exc
+                logger.debug(
+                    "Redis %s failed (%r); retrying in %.2f s", what, exc, min(delay, remaining)
+                )
+                await asyncio.sleep(min(delay, remaining))
+                delay *= 2

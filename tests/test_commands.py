@@ -1,0 +1,269 @@
+"""``scrapy neardupe ...`` against a real demo crawl's index and report, and the progress log."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
+
+from nearDupe.logstats import NearDupeLogStats
+from tests.crawl import ROOT, CrawlResult, run_crawl
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CrawlResult]:
+    """One demo crawl: its directory (index/, report.jsonl, items.jsonl) and results."""
+    tmp = tmp_path_factory.mktemp("crawl")
+    result = run_crawl(tmp, ["crawl", "demo"], {"LOGSTATS_INTERVAL": 1})
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["neardupe/dropped"] > 0
+    return tmp, result
+
+
+def neardupe(tmp: Path, *args: str, index: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m scrapy neardupe ARGS`` from the repo root, on the crawl's index."""
+    command = [sys.executable, "-m", "scrapy", "neardupe", *args]
+    command += ["-s", f"NEARDUPE_INDEX={index or tmp / 'index'}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def decisions(result: CrawlResult) -> dict[str, dict[str, Any]]:
+    """The first decision of each URL."""
+    first: dict[str, dict[str, Any]] = {}
+    for line in result.report:
+        first.setdefault(line["url"], line)
+    return first
+
+
+def test_command_is_registered_and_lists_subcommands(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, _ = crawl
+    proc = neardupe(tmp)
+    assert proc.returncode == 2
+    for name in ("stats", "check", "clusters", "report", "import"):
+        assert name in proc.stdout + proc.stderr
+
+
+def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, result = crawl
+    proc = neardupe(tmp, "stats", "--json", "--report", str(tmp / "report.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads(proc.stdout)
+    kept = result.stats["neardupe/kept"]
+    assert stats["pages"] == kept == result.stats["neardupe/index_size"]
+    assert stats["header"]["design"] == "4-table" and stats["header"]["k"] == 3
+    assert stats["memory_bytes"] > 0 and stats["disk_bytes"] > 0
+    assert sum(stats["nearest_distance"].values()) == kept
+    # Kept pages are never within k of each other.
+    assert all(stats["nearest_distance"][str(d)] == 0 for d in range(4))
+    report = stats["report"]
+    assert report["kept"] == kept and report["dropped"] == result.stats["neardupe/dropped"]
+    assert report["drop_distances"] == {
+        name.rsplit("/", 1)[1]: n
+        for name, n in result.stats.items()
+        if name.startswith("neardupe/distance/")
+    }
+
+    text = neardupe(tmp, "stats").stdout
+    assert f"pages         {kept}" in text
+    assert "4-table (k=3, 4 tables" in text and "nearest other stored page" in text
+
+
+def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, result = crawl
+    out = tmp / "clusters.jsonl"
+    proc = neardupe(tmp, "clusters", "-o", str(out), "--report", str(tmp / "report.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    clusters = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["size"] for c in clusters] == sorted((c["size"] for c in clusters), reverse=True)
+    where = {url: i for i, c in enumerate(clusters) for url in c["pages"]}
+    assert len(where) == sum(c["size"] for c in clusters), "each page in one cluster"
+    dropped = [d for d in decisions(result).values() if d["decision"] == "dropped"]
+    for drop in dropped:
+        assert where[drop["url"]] == where[drop["duplicate_of"]]
+    for cluster in clusters:
+        assert cluster["size"] == len(cluster["pages"]) == len(cluster["fingerprints"]) >= 2
+        assert cluster["kept"] and cluster["pages"][0] == cluster["kept"][0]
+        drops = [d["distance"] for d in dropped if d["url"] in cluster["pages"]]
+        assert cluster["max_distance"] >= max(drops, default=0)
+    assert sum(c["size"] - len(c["kept"]) for c in clusters) == len(dropped)
+
+    # Without the report only kept pages are known, and none is within k of another.
+    assert neardupe(tmp, "clusters").stdout == ""
+
+
+def test_check_url_finds_the_original_of_a_dropped_page(
+    crawl: tuple[Path, CrawlResult],
+) -> None:
+    from spiders.demosite.server import DemoSiteServer
+
+    tmp, result = crawl
+    drop = next(d for d in decisions(result).values() if d["decision"] == "dropped")
+    with DemoSiteServer() as server:
+        proc = neardupe(tmp, "check", server.url + urlsplit(drop["url"]).path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["verdict"] == "dropped" and found["fingerprint"] == drop["fingerprint"]
+    assert {"url": drop["duplicate_of"], "distance": drop["distance"]} in [
+        {"url": m["url"], "distance": m["distance"]} for m in found["matches"] if m["duplicate"]
+    ]
+
+
+def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
+    from spiders.demosite.server import DemoSiteServer
+
+    tmp, result = crawl
+    kept = next(d for d in decisions(result).values() if d["decision"] == "kept")
+    page = tmp / "kept.html"
+    with DemoSiteServer() as server:
+        import urllib.request
+
+        with urllib.request.urlopen(server.url + urlsplit(kept["url"]).path) as reply:
+            page.write_bytes(reply.read())
+    proc = neardupe(tmp, "check", str(page), "--radius", "6")
+    assert proc.returncode == 0, proc.stderr
+    assert f"fingerprint   {kept['fingerprint']}" in proc.stdout
+    assert f" 0  DUPLICATE  {kept['fingerprint']}  {kept['url']}" in proc.stdout
+    assert "stored pages within 6 bits" in proc.stdout
+
+    short = tmp / "short.html"
+    short.write_text("<html><body><p>Too short.</p></body></html>")
+    assert "SKIPPED: not fingerprinted (short-text)" in neardupe(tmp, "check", str(short)).stdout
+    missing = neardupe(tmp, "check", str(tmp / "nope.html"))
+    assert missing.returncode == 2
+    assert "neither an http(s) URL nor a readable file" in missing.stderr
+
+
+def test_import_builds_an_index_of_the_kept_items(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, result = crawl
+    items = result.items
+    copies = items[:5]
+    feed = tmp / "feed.jsonl"
+    with feed.open("w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps({"link": item["url"], "body": item["text"]}) + "\n")
+        for item in copies:
+            copy = {"link": item["url"] + "?copy", "body": item["text"] + "\n\n"}
+            f.write(json.dumps(copy) + "\n")
+        f.write(json.dumps({"link": "http://example.com/short", "body": "Too short."}) + "\n")
+        f.write(json.dumps({"link": "http://example.com/none"}) + "\n")
+    index, out = tmp / "imported", tmp / "import-decisions.jsonl"
+    args = ["--url-field", "link", "--text-field", "body", "--json", "--workers", "2"]
+    proc = neardupe(tmp, "import", str(feed), *args, "-o", str(out), index=index)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["kept"] == len(items) == summary["index_size"]
+    assert summary["dropped"] == len(copies)
+    assert summary["skipped_by_reason"] == {"short-text": 1, "no-text-field": 1}
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == summary["items"] == len(items) + len(copies) + 2
+    assert {d["duplicate_of"] for d in lines if d["decision"] == "dropped"} == {
+        c["url"] for c in copies
+    }
+    stats = json.loads(neardupe(tmp, "stats", "--json", index=index).stdout)
+    assert stats["pages"] == summary["kept"]
+
+    again = neardupe(
+        tmp, "import", str(feed), "--url-field", "link", "--text-field", "body", index=index
+    )
+    assert again.returncode == 0, again.stderr
+    assert f"0 kept, {len(copies)} dropped" in again.stdout
+    assert f"now holds {len(items)} pages" in again.stdout
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()[:24]
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_html_report(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, result = crawl
+    html_path = tmp / "report.html"
+    proc = neardupe(tmp, "report", "-o", str(html_path), "--report", str(tmp / "report.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    html = html_path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and html.count("<svg") >= 3
+    assert "Distance of each drop to its original" in html and "Closest kept pairs" in html
+    drop = next(d for d in decisions(result).values() if d["decision"] == "dropped")
+    assert f"href='{drop['url']}'" in html and f"href='{drop['duplicate_of']}'" in html
+    assert "<script" not in html and "http-equiv" not in html, "self-contained, static"
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    shot, profile = tmp / "shot.png", tmp / "chromium-profile"
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--screenshot={shot}",
+        "--window-size=1200,2000",
+        html_path.as_uri(),
+    ]
+    subprocess.run(command, capture_output=True, timeout=60, check=False)
+    shutil.rmtree(profile, ignore_errors=True)
+    assert shot.exists(), "chromium wrote no screenshot"
+    assert _png_size(shot) == (1200, 2000)
+    assert shot.stat().st_size > 30_000, "a blank page compresses to a few KB"
+
+
+def test_progress_lines_in_the_crawl_log(crawl: tuple[Path, CrawlResult]) -> None:
+    _, result = crawl
+    lines = [line for line in result.log.splitlines() if "[nearDupe.logstats] INFO" in line]
+    assert lines, "LOGSTATS_INTERVAL=1 logs nearDupe's counts every second"
+    assert " items seen (" in lines[-1] and " kept, " in lines[-1] and " skipped" in lines[-1]
+
+
+class _Stats:
+    def __init__(self, values: dict[str, int]) -> None:
+        self.values = values
+
+    def get_stats(self) -> dict[str, int]:
+        return self.values
+
+
+def test_logstats_message_and_settings() -> None:
+    stats = _Stats(
+        {
+            "neardupe/seen": 120,
+            "neardupe/kept": 80,
+            "neardupe/dropped": 30,
+            "neardupe/skipped/short-text": 8,
+            "neardupe/skipped/no-page": 2,
+        }
+    )
+    extension = NearDupeLogStats(stats, 30.0)  # type: ignore[arg-type]
+    assert extension.message() == (
+        "nearDupe: 120 items seen (240/min), 80 kept, 30 dropped, 10 skipped "
+        "(no-page 2, short-text 8)"
+    )
+    stats.values["neardupe/index_size"] = 1234
+    assert extension.message().endswith(
+        "0/min), 80 kept, 30 dropped, 10 skipped "
+        "(no-page 2, short-text 8); index holds 1,234 pages"
+    )
+    with pytest.raises(NotConfigured):
+        NearDupeLogStats.from_crawler(get_crawler(settings_dict={"NEARDUPE_ENABLED": False}))
+    with pytest.raises(NotConfigured):
+        NearDupeLogStats.from_crawler(get_crawler(settings_dict={"LOGSTATS_INTERVAL": 0}))
+    enabled = NearDupeLogStats.from_crawler(get_crawler(settings_dict={"LOGSTATS_INTERVAL": 5}))
+    assert enabled.interval == 5

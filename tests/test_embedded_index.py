@@ -1,0 +1,237 @@
+"""Tests of the persistent EmbeddedIndex: reopen, corruption, locking, crash safety."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
+from nearDupe.store.base import IndexHeader, Match
+from nearDupe.store.embedded import EmbeddedIndex, to_signed, to_unsigned
+
+REBUILD = "Rebuilding the tables"
+
+
+def _pages(n: int, seed: int = 0) -> list[tuple[int, str]]:
+    fps = np.random.default_rng(seed).integers(0, 2**64, n, dtype=np.uint64).tolist()
+    return [(fp, f"https://example.com/{seed}/{i}") for i, fp in enumerate(fps)]
+
+
+def _crash(index: EmbeddedIndex) -> None:
+    """Commit and let go without writing a snapshot, as a killed process would."""
+    index.commit()
+    index._db.close()
+    index._unlock()
+
+
+def _assert_all_found(index: EmbeddedIndex, pages: list[tuple[int, str]]) -> None:
+    for fp, key in pages:
+        assert index.query(fp)[0] == Match(key, fp, 0)
+
+
+def test_signed_roundtrip() -> None:
+    for fp in (0, 1, 2**63 - 1, 2**63, 2**64 - 1):
+        assert -(2**63) <= to_signed(fp) < 2**63
+        assert to_unsigned(to_signed(fp)) == fp
+
+
+def test_reopen_from_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    pages = _pages(3000)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+        assert len(index) == 3000
+    assert (tmp_path / "tables.npy").exists()
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 3000
+        _assert_all_found(index, pages[::50])
+        assert index.keys_of(pages[7][0]) == [pages[7][1]]
+    assert REBUILD not in caplog.text
+
+
+def test_pages_added_after_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    first, later = _pages(500, 1), _pages(300, 2)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in first:
+            index.add(fp, key)
+    index = EmbeddedIndex(tmp_path)
+    for fp, key in later:
+        index.add(fp, key)
+    _crash(index)  # the snapshot now covers only the first 500 pages
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 800
+        _assert_all_found(index, first[::20] + later[::20])
+    assert REBUILD not in caplog.text
+
+
+def test_no_snapshot_rebuilds_from_sqlite(tmp_path: Path) -> None:
+    pages = _pages(400)
+    index = EmbeddedIndex(tmp_path)
+    for fp, key in pages:
+        index.add(fp, key)
+    _crash(index)
+    assert not (tmp_path / "tables.npy").exists()
+    with EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 400
+        _assert_all_found(index, pages[::10])
+
+
+def test_check_and_add_returns_original_key(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.check_and_add(0b1111_0000, "https://a.example/original") is None
+        assert index.check_and_add(2**64 - 1, "https://a.example/high") is None
+        hit = index.check_and_add(0b1111_0111, "https://a.example/copy")
+        assert hit == Match("https://a.example/original", 0b1111_0000, 3)
+        assert index.check_and_add(0b1111_0000 ^ (0b1111 << 20), "https://a.example/far") is None
+        assert index.check_and_add(2**64 - 2, "x") == Match("https://a.example/high", 2**64 - 1, 1)
+        assert len(index) == 3
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.check_and_add(0b1111_0001, "again") == Match(
+            "https://a.example/original", 0b1111_0000, 1
+        )
+
+
+def test_same_fingerprint_many_keys(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path) as index:
+        index.add(99, "first")
+        index.add(99, "second")
+        assert index.query(99) == [Match("first", 99, 0)]
+        assert index.keys_of(99) == ["first", "second"]
+
+
+def test_other_k_is_allowed(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path) as index:
+        index.add(0, "zero")
+    with EmbeddedIndex(tmp_path, IndexHeader.for_settings("4-table", 1)) as index:
+        assert index.query(0b11) == []
+        assert index.query(0b1) == [Match("zero", 0, 1)]
+        assert index.query(0b11, 3) == [Match("zero", 0, 2)]
+
+
+def test_header_mismatch_names_the_file(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path) as index:
+        index.add(1, "a")
+    with pytest.raises(IndexSettingsMismatch, match="pages.sqlite3") as info:
+        EmbeddedIndex(tmp_path, IndexHeader.for_settings("10-table", 3))
+    assert str(tmp_path) in str(info.value) and "design" in str(info.value)
+    with pytest.raises(IndexSettingsMismatch, match="algorithm"):
+        EmbeddedIndex(tmp_path, IndexHeader(algorithm=999))
+    # A failed open releases the lock.
+    with EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 1
+
+
+def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pages.sqlite3").write_bytes(os.urandom(8192))
+    with pytest.raises(IndexFileError, match="pages.sqlite3") as info:
+        EmbeddedIndex(tmp_path)
+    assert str(tmp_path) in str(info.value)
+    assert not isinstance(info.value, IndexLocked)
+    with pytest.raises(IndexFileError, match="pages.sqlite3"):
+        EmbeddedIndex(tmp_path)  # the lock was released
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong-shape", "bit-rot", "missing"])
+def test_bad_snapshot_rebuilt_from_sqlite(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    pages = _pages(2000)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+    snapshot = tmp_path / "tables.npy"
+    data = snapshot.read_bytes()
+    if damage == "garbage":
+        snapshot.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        snapshot.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        snapshot.write_bytes(b"")
+    elif damage == "bit-rot":  # same shape, one fingerprint's bits flipped
+        snapshot.write_bytes(data[:-8] + bytes(b ^ 0xFF for b in data[-8:]))
+    elif damage == "wrong-shape":
+        np.save(snapshot, np.zeros((3, 2000), dtype=np.uint64))
+    else:
+        snapshot.unlink()
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 2000
+        _assert_all_found(index, pages[::40])
+    assert REBUILD in caplog.text
+    with EmbeddedIndex(tmp_path) as index:  # and the snapshot was rewritten on close
+        assert len(index) == 2000
+
+
+def test_second_open_in_same_process_is_locked(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path):
+        with pytest.raises(IndexLocked, match="another process"):
+            EmbeddedIndex(tmp_path)
+    with EmbeddedIndex(tmp_path) as index:  # released on close
+        index.close()
+        index.close()  # idempotent
+
+
+def _child(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_open_in_another_process_is_locked(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path):
+        child = _child(
+            f"""
+            import sys
+            from nearDupe.errors import IndexLocked
+            from nearDupe.store.embedded import EmbeddedIndex
+            try:
+                EmbeddedIndex({str(tmp_path)!r})
+            except IndexLocked:
+                sys.exit(3)
+            """
+        )
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 3, err
+
+
+def test_kill_9_keeps_committed_pages(tmp_path: Path) -> None:
+    pages = _pages(1000, 5)
+    child = _child(
+        f"""
+        import sys, time
+        from nearDupe.store.embedded import EmbeddedIndex
+        index = EmbeddedIndex({str(tmp_path)!r}, commit_interval=3600)
+        for fp, key in {pages!r}:
+            index.add(fp, key)
+        index.commit()
+        index.add(12345, "uncommitted")
+        print("committed", flush=True)
+        time.sleep(120)
+        """
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "committed", child.stderr.read() if child.stderr else ""
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+    with EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 1000
+        _assert_all_found(index, pages[::25])
+        assert index.query(12345, 0) == []
+        assert index.check_and_add(pages[3][0] ^ 0b101, "dupe") == Match(pages[3][1], pages[3][0], 2)

@@ -1,0 +1,200 @@
+"""One contract, every backend: the embedded index and Redis must answer alike."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from nearDupe.errors import IndexSettingsMismatch
+from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Match, Store
+
+try:
+    from redis_server import RedisServer, require_redis
+except ImportError:  # tests/ imported as a package
+    from tests.redis_server import RedisServer, require_redis
+
+_names = itertools.count()
+
+
+class Backend:
+    """Opens stores of one kind at one location (a directory, or a Redis index name)."""
+
+    def __init__(self, kind: str, tmp_path: Path, server: RedisServer | None) -> None:
+        self.kind = kind
+        self.path = tmp_path / "index"
+        self.server = server
+        self.name = f"contract{next(_names)}"
+
+    def open(self, header: IndexHeader | None = None) -> Store:
+        """A store over the backend's location (call inside the event loop)."""
+        header = header or IndexHeader()
+        if self.kind == "embedded":
+            return EmbeddedStore(EmbeddedIndex(self.path, header))
+        from nearDupe.store.redis import RedisStore
+
+        assert self.server is not None
+        return RedisStore.from_url(self.server.url, header, name=self.name)
+
+
+@pytest.fixture(scope="module")
+def redis_for_contract(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer | None]:
+    """One redis-server for the module (each test uses its own index name)."""
+    try:
+        require_redis()
+    except pytest.skip.Exception:
+        yield None
+        return
+    with RedisServer(tmp_path_factory.mktemp("redis"), extra=("--appendfsync", "everysec")) as s:
+        yield s
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_for_contract: RedisServer | None
+) -> Backend:
+    """Each contract test runs once per backend."""
+    if request.param == "redis" and redis_for_contract is None:
+        require_redis()
+    return Backend(request.param, tmp_path, redis_for_contract)
+
+
+def run(body: Callable[[], Awaitable[None]]) -> None:
+    """Run an async test body in a fresh event loop."""
+    asyncio.run(body())
+
+
+def flip(fp: int, *bits: int) -> int:
+    """fp with the given bit positions inverted."""
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def brute_force(stored: dict[int, str], fp: int, k: int) -> list[Match]:
+    """Every stored page within k, nearest first (ties by fingerprint)."""
+    found = [
+        Match(key, other, (fp ^ other).bit_count())
+        for other, key in stored.items()
+        if (fp ^ other).bit_count() <= k
+    ]
+    return sorted(found, key=lambda m: (m.distance, m.fingerprint))
+
+
+def test_new_then_near_copy(backend: Backend) -> None:
+    async def body() -> None:
+        store = backend.open()
+        original = 0xDEADBEEF_CAFEF00D
+        assert await store.check_and_add(original, "https://a.example/1") is None
+        copy = flip(original, 0, 33, 63)
+        assert await store.check_and_add(copy, "https://b.example/1") == Match(
+            "https://a.example/1", original, 3
+        )
+        assert await store.check_and_add(original, "https://c.example/1") == Match(
+            "https://a.example/1", original, 0
+        )
+        far = flip(original, 1, 2, 3, 4)
+        assert await store.check_and_add(far, "https://d.example/1") is None
+        assert await store.count() == 2
+        await store.close()
+
+    run(body)
+
+
+def test_extreme_fingerprints_keep_all_64_bits(backend: Backend) -> None:
+    """Values above 2**53 and 2**63 survive exactly (no float, no sign trouble)."""
+
+    async def body() -> None:
+        store = backend.open()
+        values = [0, 2**64 - 1, 2**63 | 0xFF00, 2**53 | 0xFF, (2**53 - 1) << 11]
+        values += [0x5555_5555_5555_5555, 0xAAAA_AAAA_AAAA_AAAA]
+        for i, fp in enumerate(values):
+            assert await store.check_and_add(fp, f"k{i}") is None
+        for i, fp in enumerate(values):
+            assert await store.query(fp, 0) == [Match(f"k{i}", fp, 0)]
+            near = flip(fp, 0, 63)
+            assert (await store.query(near, 2))[0] == Match(f"k{i}", fp, 2)
+        await store.close()
+
+    run(body)
+
+
+def test_exact_against_brute_force(backend: Backend) -> None:
+    async def body() -> None:
+        rng = random.Random(7)
+        store = backend.open()
+        stored: dict[int, str] = {}
+        for i in range(600):
+            fp = rng.getrandbits(64)
+            if rng.random() < 0.3 and stored:
+                fp = flip(rng.choice(list(stored)), *rng.sample(range(64), rng.randint(4, 6)))
+            key = f"https://example.com/{i}"
+            expected = brute_force(stored, fp, 3)
+            got = await store.check_and_add(fp, key)
+            assert got == (expected[0] if expected else None)
+            if got is None:
+                stored[fp] = key
+        for _ in range(300):
+            fp = rng.choice(list(stored))
+            fp = flip(fp, *rng.sample(range(64), rng.randint(0, 4)))
+            for k in range(4):
+                assert await store.query(fp, k) == brute_force(stored, fp, k)
+        assert await store.query(rng.getrandbits(64)) == []
+        assert await store.count() == len(stored)
+        await store.close()
+
+    run(body)
+
+
+def test_query_k_bounds_and_default(backend: Backend) -> None:
+    async def body() -> None:
+        store = backend.open(IndexHeader(k=1))
+        base = 0x0123_4567_89AB_CDEF
+        assert await store.check_and_add(base, "a") is None
+        # k=1 index: a copy at distance 2 is new, query(k=3) still sees it
+        assert await store.check_and_add(flip(base, 5, 50), "b") is None
+        assert [m.key for m in await store.query(flip(base, 5))] == ["a", "b"]
+        assert [m.key for m in await store.query(base, 3)] == ["a", "b"]
+        assert await store.query(base, 0) == [Match("a", base, 0)]
+        with pytest.raises(ValueError):
+            await store.query(base, 4)
+        await store.close()
+
+    run(body)
+
+
+def test_close_reopen_keeps_pages(backend: Backend) -> None:
+    async def body() -> None:
+        rng = random.Random(3)
+        fps = [rng.getrandbits(64) for _ in range(200)]
+        store = backend.open()
+        for i, fp in enumerate(fps):
+            assert await store.check_and_add(fp, f"u{i}") is None
+        await store.close()
+
+        store = backend.open(IndexHeader(k=2))  # k may differ from the stored k
+        assert await store.count() == len(fps)
+        for i, fp in enumerate(fps):
+            assert await store.check_and_add(flip(fp, 9), f"copy{i}") == Match(f"u{i}", fp, 1)
+        assert await store.count() == len(fps)
+        await store.close()
+
+    run(body)
+
+
+def test_header_mismatch_is_refused(backend: Backend) -> None:
+    async def body() -> None:
+        store = backend.open()
+        await store.check_and_add(1, "a")
+        await store.close()
+        with pytest.raises(IndexSettingsMismatch, match="design"):
+            backend.open(IndexHeader(design="10-table"))
+        store = backend.open()
+        assert await store.count() == 1
+        await store.close()
+
+    run(body)

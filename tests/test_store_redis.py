@@ -1,0 +1,345 @@
+"""The Redis store: key layout, atomicity across processes, Redis going away, Redis Cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from nearDupe.errors import IndexSettingsMismatch, StoreUnavailable
+from nearDupe.store import IndexHeader, Match
+from nearDupe.store.redis import RedisStore
+
+try:
+    from redis_server import RedisCluster, RedisServer
+except ImportError:  # tests/ imported as a package
+    from tests.redis_server import RedisCluster, RedisServer
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server (AOF, fsync always) in tmp_path, stopped afterwards."""
+    with RedisServer(tmp_path / "redis") as s:
+        yield s
+
+
+@pytest.fixture
+def fast_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server that fsyncs its AOF once a second (for load)."""
+    with RedisServer(tmp_path / "redis", extra=("--appendfsync", "everysec")) as s:
+        yield s
+
+
+def flip(fp: int, *bits: int) -> int:
+    """fp with the given bit positions inverted."""
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def brute_force(stored: dict[int, str], fp: int, k: int) -> list[Match]:
+    """Every stored page within k, nearest first (ties by fingerprint)."""
+    near = [(o ^ fp).bit_count() for o in stored]
+    found = [Match(stored[o], o, d) for o, d in zip(stored, near, strict=True) if d <= k]
+    return sorted(found, key=lambda m: (m.distance, m.fingerprint))
+
+
+# -- layout ----------------------------------------------------------------------------------
+
+
+def test_key_layout_one_hash_tag_packed_records(server: RedisServer) -> None:
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="crawl-a")
+        fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345]
+        for i, fp in enumerate(fps):
+            assert await store.check_and_add(fp, f"https://x/{i}") is None
+        client = store.client
+        keys = sorted([k.decode() async for k in client.scan_iter(match="*")])
+        assert all(k.startswith("{crawl-a}:") for k in keys)
+        assert {
+            "{crawl-a}:header",
+            "{crawl-a}:layout",
+            "{crawl-a}:count",
+            "{crawl-a}:keys",
+        } <= set(keys)
+        buckets = [k for k in keys if k.count(":") == 2]
+        assert len(buckets) == 2 * len(store.design.tables)
+        for fp in fps:
+            for key in store.bucket_keys(fp):
+                assert await client.type(key) == b"string"
+                assert fp.to_bytes(8, "big") in await client.get(key)
+        assert await client.hget("{crawl-a}:keys", fps[0].to_bytes(8, "big")) == b"https://x/0"
+        assert await client.get("{crawl-a}:count") == b"2"
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
+    async def body() -> None:
+        a = RedisStore.from_url(server.url, IndexHeader(), name="a")
+        b = RedisStore.from_url(server.url, IndexHeader(design="10-table"), name="b")
+        assert await a.check_and_add(99, "a") is None
+        assert await b.check_and_add(99, "b") is None
+        assert await a.query(99) == [Match("a", 99, 0)]
+        assert await b.query(99) == [Match("b", 99, 0)]
+        assert await b.clear() > 0
+        assert await a.count() == 1
+        await a.close()
+        await b.close()
+        with pytest.raises(
+            IndexSettingsMismatch, match=r"Redis index 'a' at redis://127\.0\.0\.1"
+        ):
+            RedisStore.from_url(server.url, IndexHeader(design="20-table"), name="a")
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("design", ["10-table", "20-table", "blocks-6-7"])
+def test_other_designs_exact(server: RedisServer, design: str) -> None:
+    """Long prefixes are cut at MAX_BUCKET_BITS, short ones leave big buckets: still exact."""
+
+    async def body() -> None:
+        header = IndexHeader(design=design, k=3)
+        store = RedisStore.from_url(server.url, header, name=design)
+        rng = random.Random(design)
+        stored: dict[int, str] = {}
+        for i in range(300):
+            fp = rng.getrandbits(64)
+            stored[fp] = f"u{i}"
+            assert await store.check_and_add(fp, f"u{i}") is None
+        kmax = store.design.k
+        for _ in range(100):
+            fp = flip(rng.choice(list(stored)), *rng.sample(range(64), rng.randint(0, kmax)))
+            assert await store.query(fp, kmax) == brute_force(stored, fp, kmax)
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_add_many_bulk_load(server: RedisServer) -> None:
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="bulk")
+        rng = random.Random(5)
+        fps = [rng.getrandbits(64) for _ in range(3000)]
+        keys = [f"k{i}" for i in range(len(fps))]
+        await store.add_many(fps, keys, chunk=700)
+        assert await store.count() == len(fps)
+        stored = dict(zip(fps, keys, strict=True))
+        for fp in rng.sample(fps, 200):
+            near = flip(fp, rng.randrange(64), rng.randrange(64))
+            assert await store.query(near) == brute_force(stored, near, 3)
+            assert await store.check_and_add(near, "x") == brute_force(stored, near, 3)[0]
+        await store.close()
+
+    asyncio.run(body())
+
+
+# -- failures --------------------------------------------------------------------------------
+
+
+def test_lost_reply_is_not_a_duplicate_of_itself(server: RedisServer) -> None:
+    """The script ran but the reply was lost: the retry recognises its own insert."""
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="lost")
+        real = store._check_and_add
+        calls = 0
+
+        async def reply_lost(keys: list[object], args: list[object]) -> object:
+            nonlocal calls
+            calls += 1
+            result = await real(keys, args)
+            if calls == 1:
+                raise RedisConnectionError("connection reset after the script ran")
+            return result
+
+        store._check_and_add = reply_lost  # type: ignore[assignment]
+        assert await store.check_and_add(777, "https://first") is None
+        assert calls == 2
+        store._check_and_add = real
+        assert await store.check_and_add(777, "https://second") == Match("https://first", 777, 0)
+        assert await store.count() == 1
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_redis_killed_restarted_and_frozen(server: RedisServer) -> None:
+    async def body() -> None:
+        rng = random.Random(11)
+        store = RedisStore.from_url(server.url, IndexHeader(), name="crash", retry_seconds=0.5)
+        fps = [rng.getrandbits(64) for _ in range(50)]
+        for i, fp in enumerate(fps):
+            assert await store.check_and_add(fp, f"u{i}") is None
+
+        # killed without warning: bounded retries, then StoreUnavailable; the crawl queues pages
+        server.kill()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="crash"):
+            await store.check_and_add(rng.getrandbits(64), "lost")
+        assert 0.4 <= time.monotonic() - started < 1.5
+        pending = [(rng.getrandbits(64), f"queued{i}") for i in range(5)]
+        pending.append((flip(fps[7], 3), "queued-copy"))
+        assert await store.replay(pending) == []  # still down: nothing replayed
+
+        # back (AOF, fsync always): every page stored before the kill is still there
+        server.start()
+        done = await store.replay(pending)
+        assert [m for _, _, m in done] == [None] * 5 + [Match("u7", fps[7], 1)]
+        assert await store.count() == 55
+
+        # restarted while a call is waiting: the call rides it out
+        server.stop()
+        store.retry_seconds = 10.0
+        threading.Timer(0.5, server.start).start()
+        assert await store.check_and_add(flip(fps[0], 1), "during") == Match("u0", fps[0], 1)
+
+        # frozen (SIGSTOP): the deadline still holds
+        store.retry_seconds = 0.5
+        server.pause()
+        started = time.monotonic()
+        try:
+            with pytest.raises(StoreUnavailable):
+                await store.check_and_add(rng.getrandbits(64), "frozen")
+            assert time.monotonic() - started < 1.5
+        finally:
+            server.resume()
+        assert await store.check_and_add(fps[1], "after") == Match("u1", fps[1], 0)
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_unreachable_at_open_checks_header_on_first_use(tmp_path: Path) -> None:
+    async def body() -> None:
+        server = RedisServer(tmp_path / "later")
+        store = RedisStore.from_url(server.url, IndexHeader(), name="late", retry_seconds=0.3)
+        with pytest.raises(StoreUnavailable):
+            await store.count()
+        with server:
+            await server_seed(server.url)
+            store.retry_seconds = 2.0
+            with pytest.raises(IndexSettingsMismatch):
+                await store.check_and_add(1, "a")
+        await store.close()
+
+    async def server_seed(url: str) -> None:
+        other = RedisStore.from_url(url, IndexHeader(design="16-table"), name="late")
+        await other.check_and_add(5, "x")
+        await other.close()
+
+    asyncio.run(body())
+
+
+# -- many processes at once --------------------------------------------------------------------
+
+
+def _crawler(url: str, worker: int, clusters: list[list[int]], tasks: int) -> list[tuple]:
+    """One crawler process: ``tasks`` concurrent clients submit every copy of every article."""
+
+    async def main() -> list[tuple]:
+        store = RedisStore.from_url(url, IndexHeader(), name="race", max_connections=tasks)
+        jobs = [(c, v) for c, variants in enumerate(clusters) for v in range(len(variants))]
+        random.Random(worker).shuffle(jobs)
+        results: list[tuple] = []
+
+        async def client(part: list[tuple[int, int]]) -> None:
+            for c, v in part:
+                key = f"w{worker}-c{c}-v{v}"
+                match = await store.check_and_add(clusters[c][v], key)
+                results.append((c, key, None if match is None else match.key))
+
+        await asyncio.gather(*(client(jobs[i::tasks]) for i in range(tasks)))
+        await store.close()
+        return results
+
+    return asyncio.run(main())
+
+
+def test_processes_racing_keep_exactly_one_copy_per_article(fast_server: RedisServer) -> None:
+    server = fast_server
+    rng = random.Random(2024)
+    bases: list[int] = []
+    while len(bases) < 150:
+        fp = rng.getrandbits(64)
+        if all((fp ^ b).bit_count() >= 10 for b in bases):
+            bases.append(fp)
+    clusters = []
+    for base in bases:
+        bits = rng.sample(range(64), 3)  # every subset of 3 fixed bits: pairwise distance <= 3
+        clusters.append(
+            [flip(base, *(b for j, b in enumerate(bits) if m >> j & 1)) for m in range(8)]
+        )
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        per_process = pool.starmap(_crawler, [(server.url, w, clusters, 16) for w in range(3)])
+    results = [r for rs in per_process for r in rs]
+    assert len(results) == 3 * 8 * len(clusters)
+    kept: dict[int, list[str]] = {c: [] for c in range(len(clusters))}
+    for c, key, match in results:
+        if match is None:
+            kept[c].append(key)
+    assert all(len(keys) == 1 for keys in kept.values()), {
+        c: k for c, k in kept.items() if len(k) != 1
+    }
+    for c, _key, match in results:
+        assert match is None or match == kept[c][0]
+
+    async def count() -> int:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="race")
+        n = await store.count()
+        await store.close()
+        return n
+
+    assert asyncio.run(count()) == len(clusters)
+
+
+# -- Redis Cluster ---------------------------------------------------------------------------
+
+
+def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
+    with RedisCluster(tmp_path / "cluster") as cluster:
+
+        async def body() -> None:
+            rng = random.Random(9)
+            stores = [
+                RedisStore.from_url(cluster.url, IndexHeader(), name=n, cluster=True)
+                for n in ("alpha", "beta", "gamma")
+            ]
+            slots = set()
+            for store in stores:
+                stored: dict[int, str] = {}
+                for i in range(100):
+                    fp = rng.getrandbits(64)
+                    stored[fp] = f"{store.name}{i}"
+                    assert await store.check_and_add(fp, stored[fp]) is None
+                for fp in rng.sample(list(stored), 30):
+                    near = flip(fp, rng.randrange(64))
+                    assert (
+                        await store.check_and_add(near, "copy") == brute_force(stored, near, 3)[0]
+                    )
+                assert await store.count() == 100
+                index_slots = {store.client.keyslot(k) for k in store.bucket_keys(fp)}
+                index_slots.add(store.client.keyslot(f"{{{store.name}}}:keys"))
+                assert len(index_slots) == 1
+                slots |= index_slots
+                await store.close()
+            assert len(slots) == 3  # three crawls, three slots (here on three nodes)
+            with pytest.raises(IndexSettingsMismatch):
+                RedisStore.from_url(
+                    cluster.url, IndexHeader(design="4-table", k=3, bits=64, format=99),
+                    name="alpha", cluster=True,
+                )  # fmt: skip
+
+        asyncio.run(body())
