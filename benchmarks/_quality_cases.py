@@ -40,6 +40,9 @@ _ZH_SENTENCE = re.compile(r"(?<=[。！？!?])(?![”」』）)])|(?<=[。！？
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "title"})
 _CONTAINERS = frozenset({"div", "article", "section", "main", "td", "body", "span", "font"})
 _PARSER = lxml.html.HTMLParser(encoding="utf-8")
+#: Neutral bodies used to check that a template's content slot works.
+_PROBE_EN = ["Quartz lanterns hover above the orchard every evening, villagers report."] * 12
+_PROBE_ZH = ["据村民介绍，石英灯笼每天傍晚都会悬浮在果园上空，场面十分壮观。"] * 12
 _SOURCES_EN = ("The Daily Ledger", "Metro Wire", "Northside Herald", "Global Desk", "AP Partner")
 _SOURCES_ZH = ("新华网", "人民网", "中国新闻网", "澎湃新闻", "新浪新闻", "央视网")
 
@@ -271,12 +274,10 @@ def edit_body(
     before: list[str] = []
     after: list[str] = []
     headline = _headline(article)
-    kinds = (
-        ["counter", "timestamp", "source", rng.choice(["sentence-added", "sentence-dropped"])]
-        + ["typo", "headline"]
-        if edit == "combined"
-        else [edit]
-    )
+    kinds = [edit]
+    if edit == "combined":
+        change = rng.choice(["sentence-added", "sentence-dropped"])
+        kinds = ["counter", "timestamp", "source", change, "typo", "headline"]
     for kind in kinds:
         if kind == "counter":
             n = rng.randrange(100, 99999)
@@ -360,18 +361,37 @@ def _prepare(
         content = locate_content(root, t.truth)
         if content is None or content.tag == "body":
             continue
-        yield t, root, _index_path(content)
+        path = _index_path(content)
+        if _holds_one_article(t, root, path):
+            yield t, root, path
 
 
-def build_cases(
-    root: Path | None = None, *, quick: bool = False, seed: int = 20240611
-) -> CaseSet:
+def _holds_one_article(t: Template, root: lxml.html.HtmlElement, path: tuple[int, ...]) -> bool:
+    """Whether a body put in the template is most of the extracted text and no copy of the
+    template's own article survives elsewhere (list pages, hidden duplicates are not used)."""
+    from nearDupe.text import extract_main_text
+
+    probe = _PROBE_ZH if t.lang == "zh" else _PROBE_EN
+    text = extract_main_text(render(root, path, ([], probe, [], probe[0][:20])))
+    units = _units(text)
+    probe_units = set(_units(" ".join(probe)))
+    own = set(_units(t.truth)) - probe_units
+    if not units:
+        return False
+    probe_share = sum(u in probe_units for u in units) / len(units)
+    own_share = sum(u in own for u in units) / len(units)
+    return probe_share >= 0.6 and own_share <= 0.2
+
+
+def build_cases(root: Path | None = None, *, quick: bool = False, seed: int = 20240611) -> CaseSet:
     """Syndicated copies (positives) and different articles in one template (negatives)."""
     rng = random.Random(seed)
     root = root or data_dir()
     articles = load_articles(root)
     prepared = list(_prepare(load_templates(root)))
-    by_lang: dict[str, list[tuple[Template, lxml.html.HtmlElement, tuple[int, ...]]]] = defaultdict(list)
+    by_lang: dict[str, list[tuple[Template, lxml.html.HtmlElement, tuple[int, ...]]]] = (
+        defaultdict(list)
+    )
     for item in prepared:
         by_lang[item[0].lang].append(item)
     fillers: dict[str, list[str]] = defaultdict(list)
@@ -472,9 +492,12 @@ def short_cases(
         if not brief:
             continue
         short = Article(article.id, article.lang, article.source, (tuple(brief),))
-        edit = EDITS[1 + n % (len(EDITS) - 1)]
+        edit = EDITS[1 + (n // len(lengths)) % (len(EDITS) - 1)]
         before, paras, after, _ = edit_body(
-            short, edit, rng, [f for f in fillers if (_CJK_CHAR.search(f) is None) ^ (short.lang == "zh")]
+            short,
+            edit,
+            rng,
+            [f for f in fillers if (_CJK_CHAR.search(f) is None) ^ (short.lang == "zh")],
         )
         out.append((article.id, short.text, "\n".join(before + paras + after), edit, target))
     return out

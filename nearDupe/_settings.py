@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
@@ -18,8 +19,9 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_ENABLED": True,
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
+    "NEARDUPE_REDIS_CLUSTER": False,
     "NEARDUPE_K": 3,
-    "NEARDUPE_DESIGN": "4-table",
+    "NEARDUPE_DESIGN": None,  # None: 4-table for k=3, else k+1 blocks (blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
     "NEARDUPE_TEXT_FIELD": None,
@@ -35,6 +37,7 @@ class Config:
 
     index: str
     index_name: str = "neardupe"
+    redis_cluster: bool = False
     k: int = 3
     design: str = "4-table"
     min_text_length: int = 200
@@ -48,28 +51,41 @@ class Config:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
         """Read NEARDUPE_* settings; raise NotConfigured when nearDupe is disabled."""
+
+        def get(name: str) -> Any:
+            return settings.get(name, DEFAULTS[name])
+
         if not settings.getbool("NEARDUPE_ENABLED", True):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
-        design = settings.get("NEARDUPE_DESIGN") or "4-table"
+        k = settings.getint("NEARDUPE_K", DEFAULTS["NEARDUPE_K"])
         try:
-            design_k = Design.named(design).k
+            design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
+            design = design or Design.default_for(k)
         except ValueError as exc:
-            raise ValueError(f"NEARDUPE_DESIGN: {exc}") from None
-        k = settings.getint("NEARDUPE_K", 3)
-        if not 0 <= k <= design_k:
-            raise ValueError(f"NEARDUPE_K={k} must be within 0..{design_k} for design {design}")
-        workers = settings.get("NEARDUPE_WORKERS")
+            raise ValueError(f"NEARDUPE_DESIGN / NEARDUPE_K: {exc}") from None
+        if not 0 <= k <= design.k:
+            raise ValueError(
+                f"NEARDUPE_K={k} must be within 0..{design.k} for design {design.name}"
+            )
+        workers = get("NEARDUPE_WORKERS")
         return cls(
-            index=settings.get("NEARDUPE_INDEX") or data_path("neardupe", createdir=False),
-            index_name=settings.get("NEARDUPE_INDEX_NAME") or "neardupe",
+            index=get("NEARDUPE_INDEX") or data_path("neardupe"),
+            index_name=get("NEARDUPE_INDEX_NAME") or "neardupe",
+            redis_cluster=settings.getbool("NEARDUPE_REDIS_CLUSTER", False),
             k=k,
-            design=design,
-            min_text_length=settings.getint("NEARDUPE_MIN_TEXT_LENGTH", 200),
-            max_html_chars=settings.getint("NEARDUPE_MAX_HTML_CHARS", 2_000_000),
-            text_field=settings.get("NEARDUPE_TEXT_FIELD") or None,
-            report=settings.get("NEARDUPE_REPORT") or None,
+            design=design.name,
+            min_text_length=settings.getint(
+                "NEARDUPE_MIN_TEXT_LENGTH", DEFAULTS["NEARDUPE_MIN_TEXT_LENGTH"]
+            ),
+            max_html_chars=settings.getint(
+                "NEARDUPE_MAX_HTML_CHARS", DEFAULTS["NEARDUPE_MAX_HTML_CHARS"]
+            ),
+            text_field=get("NEARDUPE_TEXT_FIELD") or None,
+            report=get("NEARDUPE_REPORT") or None,
             workers=(os.cpu_count() or 1) if workers is None else int(workers),
-            commit_interval=settings.getfloat("NEARDUPE_COMMIT_INTERVAL", 1.0),
+            commit_interval=settings.getfloat(
+                "NEARDUPE_COMMIT_INTERVAL", DEFAULTS["NEARDUPE_COMMIT_INTERVAL"]
+            ),
         )
 
     @property

@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.shorttext import exact_fingerprint, is_short, normalize
 from nearDupe.simhash import simhash
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
+
+#: Texts with fewer letters and digits than this are too small to judge (skipped, kept).
+TINY_TEXT = 30
 
 #: The request/response meta key holding a page's :class:`Analysis`.
 META_KEY = "neardupe"
@@ -39,13 +43,20 @@ def language_of(text: str) -> str:
 
 
 def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analysis:
-    """Fingerprint main text, or say why not (too short for a reliable simhash)."""
+    """Fingerprint main text: simhash, or an exact hash below ``min_length`` letters/digits.
+
+    Simhash is unreliable on short texts (different sentences with the same words share it),
+    so short pages are only duplicates when their normalized text is identical; tiny ones
+    (a heading, "Contact us", a "please enable JavaScript" shell) are not judged at all.
+    """
     text = text.strip()
     language = language_of(text)
     if not text:
         return Analysis(text, None, language, "no-text")
-    if len(text) < min_length:
-        return Analysis(text, None, language, "short-text")
+    if len(normalize(text)) < TINY_TEXT:
+        return Analysis(text, None, language, "tiny-text")
+    if is_short(text, min_length):
+        return Analysis(text, exact_fingerprint(text), language)
     words, weights = extract_features(text, features)
     if not words:
         # Only punctuation, symbols or digits: every such page would hash to 0 and match.

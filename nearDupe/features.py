@@ -28,7 +28,7 @@ class FeatureSettings:
     kind: Literal["words", "shingles"] = "words"
     shingle: int = 2
     weighting: Literal["tfidf", "tf"] = "tfidf"
-    sublinear_tf: bool = True
+    sublinear_tf: bool = False
     top_n: int | None = None
     digits: bool = False
 

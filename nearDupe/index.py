@@ -141,15 +141,13 @@ class BlockIndex:
         qs = np.asarray(fps, dtype=np.uint64)
         cap = _OUT_CAP
         while True:
-            out = np.zeros((len(qs), 2, cap), dtype=np.uint64)
+            out = np.empty((len(qs), 2, cap), dtype=np.uint64)  # only out[i, :, :n[i]] is read
             n = np.zeros(len(qs), dtype=np.int64)
             for run in self._runs:
                 _kernels.query_run_many(run.keys, run.dirs, qs, k, self._perm, out, n)
             _kernels.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
             if n.size == 0 or n.max() <= cap:
-                return [
-                    _sorted_matches(out[i, :, :c]) if c else [] for i, c in enumerate(n.tolist())
-                ]
+                return _batch_matches(out, n)
             cap = int(n.max())
 
     def _check_k(self, k: int | None) -> int:
@@ -181,3 +179,19 @@ def _sorted_matches(out: np.ndarray) -> list[tuple[int, int]]:
         return []
     fps, dists = out.tolist()
     return sorted(zip(fps, dists, strict=True), key=lambda m: (m[1], m[0]))
+
+
+def _batch_matches(out: np.ndarray, n: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per query, its matches nearest first; one tolist() for the whole batch."""
+    results: list[list[tuple[int, int]]] = [[] for _ in range(len(n))]
+    hit = np.flatnonzero(n)
+    if hit.size == 0:
+        return results
+    counts = n[hit].tolist()
+    rows = out[hit, :, : max(counts)].tolist()
+    for i, c, (fps, dists) in zip(hit.tolist(), counts, rows, strict=True):
+        pairs = list(zip(fps[:c], dists[:c], strict=True))
+        if c > 1:
+            pairs.sort(key=lambda m: (m[1], m[0]))
+        results[i] = pairs
+    return results

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections import OrderedDict, deque
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.project import data_path
 from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
 
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text
@@ -30,6 +35,8 @@ _PAGE_MEMORY = 10_000
 _BACKLOG_LIMIT = 100_000
 #: After an index failure, items are kept without asking it for this long.
 _RETRY_AFTER = 5.0
+#: At close, how long to keep trying to record the fingerprints kept while the index was down.
+_CLOSE_PATIENCE = 15.0
 
 
 class NearDupePipeline:
@@ -59,25 +66,29 @@ class NearDupePipeline:
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
             raise
+        self._load_backlog()
         if self.config.report:
             self.report = ReportWriter(self.config.report)
+        size = await self.store.count()
+        self.stats.set_value("neardupe/index_size", size)
         logger.info(
             "nearDupe: index %s (%s, k=%d) holds %d pages",
             self.config.index,
             self.config.design,
             self.config.k,
-            await self.store.count(),
+            size,
         )
 
     def _store_options(self) -> dict[str, Any]:
         if self.config.is_redis:
-            return {"name": self.config.index_name}
+            return {"name": self.config.index_name, "cluster": self.config.redis_cluster}
         return {"commit_interval": self.config.commit_interval}
 
     async def close_spider(self) -> None:
         """Replay what the index missed, close it and the report, log one summary line."""
         if self.store is not None:
-            await self._replay_backlog()
+            await self._replay_backlog(patience=_CLOSE_PATIENCE)
+            self._save_backlog()
             size = await self.store.count()
             self.stats.set_value("neardupe/index_size", size)
             await self.store.close()
@@ -178,6 +189,7 @@ class NearDupePipeline:
         if self._backlog:
             await self._replay_backlog()
         if match is None:
+            self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
         return Decision(url, "dropped", fp, match.key, match.distance)
 
@@ -186,14 +198,21 @@ class NearDupePipeline:
         self.stats.inc_value("neardupe/index_errors")
         return Decision(url, "kept", fp, reason="index-unavailable")
 
-    async def _replay_backlog(self) -> None:
+    async def _replay_backlog(self, patience: float = 0.0) -> None:
+        """Record the fingerprints kept while the index was down; retry for ``patience`` s."""
         assert self.store is not None
+        deadline = time.monotonic() + patience
+        delay = 0.25
         while self._backlog:
             fp, url = self._backlog[0]
             try:
                 match = await self.store.check_and_add(fp, url)
             except Exception:
-                return
+                if time.monotonic() + delay > deadline:
+                    return
+                await _sleep(delay)
+                delay = min(2 * delay, 2.0)
+                continue
             self._backlog.popleft()
             if match is not None:
                 self.stats.inc_value("neardupe/kept_while_index_down_duplicates")
@@ -202,6 +221,36 @@ class NearDupePipeline:
                     url,
                     match.key,
                 )
+
+    def _save_backlog(self) -> None:
+        """Keep what could not be recorded for the next crawl on this index (never lose it)."""
+        if not self._backlog:
+            return
+        self._pending_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._pending_path.open("w", encoding="utf-8") as f:
+            f.writelines(json.dumps([fp, url]) + "\n" for fp, url in self._backlog)
+        logger.warning(
+            "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
+            "and recorded when a crawl next reaches the index",
+            self.config.index,
+            len(self._backlog),
+            self._pending_path,
+        )
+
+    def _load_backlog(self) -> None:
+        if self._pending_path.exists():
+            with self._pending_path.open(encoding="utf-8") as f:
+                self._backlog.extend(tuple(json.loads(line)) for line in f if line.strip())
+            self._pending_path.unlink()
+            logger.info(
+                "nearDupe: %d fingerprints from an earlier crawl wait to be recorded",
+                len(self._backlog),
+            )
+
+    @property
+    def _pending_path(self) -> Path:
+        name = re.sub(r"[^\w.-]+", "_", self.config.index_name)
+        return Path(data_path(f"neardupe-pending-{name}.jsonl"))
 
     def _record(self, decision: Decision) -> None:
         self.stats.inc_value("neardupe/seen")
@@ -214,3 +263,9 @@ class NearDupePipeline:
             self.stats.inc_value(f"neardupe/distance/{decision.distance}")
         if self.report is not None:
             self.report.write(decision)
+
+
+async def _sleep(seconds: float) -> None:
+    from twisted.internet import reactor  # the one Scrapy installed, imported late on purpose
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 
 import lxml.etree
 import lxml.html
@@ -56,6 +57,24 @@ _PARSER = lxml.html.HTMLParser(encoding="utf-8")
 _SHORT = 500
 _MIN_SHARE = 0.03
 
+#: readability retries without dropping unlikely candidates (comments, sidebars, footers) when
+#: its first pass kept less than retry_length characters of HTML (250); here the pass returns
+#: text, which is shorter than its HTML: 250 characters of it are a short article, not a failed
+#: pass, and the retry would then let a comment thread win over it.
+_RETRY_LENGTH = 100
+#: On Chinese and Japanese pages readability's paragraph scores (commas, a length bonus capped
+#: at 300 characters, a base score per paragraph) can rank a block of several short paragraphs
+#: (a copyright notice, a long reply under a forum post) above a short one-paragraph article.
+#: There, prose blocks outside the chosen one scoring at least _RIVAL_SHARE of it (without
+#: class-name bonuses), of at least _RIVAL_MIN_CHARS characters and not link lists, are kept too:
+#: some boilerplate in the text is better than an article missing from it.
+_RIVAL_SHARE = 0.6
+_RIVAL_MIN_CHARS = 100
+_RIVAL_MAX_LINKS = 0.25
+#: Share of Han/kana characters above which a text is Chinese or Japanese.
+_CJK_SHARE = 0.3
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
 
 def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The main article text of a decoded HTML page, one text block per line ("" if none)."""
@@ -63,7 +82,7 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         root = _parse_html(html[:max_chars])
         if root is None:
             return ""
-        readability = _Readability(root)
+        readability = _Readability(root, retry_length=_RETRY_LENGTH)
         try:
             main = readability.summary(html_partial=True)
         except Exception:
@@ -82,6 +101,7 @@ class _Readability(Document):
     """readability-lxml that counts CJK commas and returns block-aware text, not HTML."""
 
     found_candidate = False
+    _rivals: Sequence[tuple[lxml.html.HtmlElement, bool]] = ()
 
     def _parse(self, input: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
         # The tree comes cleaned by _parse_html (readability's own cleaner spends most of its
@@ -91,7 +111,56 @@ class _Readability(Document):
     def select_best_candidate(self, candidates: dict) -> dict | None:
         best = super().select_best_candidate(candidates)
         self.found_candidate = best is not None
+        self._rivals = []
+        if best is not None and _is_cjk(_SPACE.sub("", best["elem"].text_content() or "")):
+            self._rivals = self._rival_blocks(candidates, best)
         return best
+
+    def _rival_blocks(
+        self, candidates: dict, best: dict
+    ) -> list[tuple[lxml.html.HtmlElement, bool]]:
+        """Prose blocks outside the best candidate that score nearly as high, outermost only,
+        in page order, each with whether it comes before the best candidate."""
+        elem = best["elem"]
+        floor = _RIVAL_SHARE * (best["content_score"] - self.class_weight(elem))
+        # Scores without the class-name bonus: "content"/"post" teasers are not article text.
+        rivals = {
+            e
+            for e, c in candidates.items()
+            if e is not elem
+            and c["content_score"] - self.class_weight(e) >= floor
+            and _text_length(e) >= _RIVAL_MIN_CHARS
+            and self.get_link_density(e) <= _RIVAL_MAX_LINKS
+        }
+        if not rivals:
+            return []
+        related = set(elem.iterancestors()) | set(elem.iterdescendants())
+        rivals = {e for e in rivals if e not in related}
+        outermost = [e for e in rivals if not any(a in rivals for a in e.iterancestors())]
+        if not outermost:
+            return []
+        order = {e: i for i, e in enumerate(self.html.iter())}
+        outermost.sort(key=order.__getitem__)
+        return [(e, order[e] < order[elem]) for e in outermost]
+
+    def get_article(
+        self, candidates: dict, best_candidate: dict, html_partial: bool = False
+    ) -> lxml.html.HtmlElement:
+        # readability may have swapped the best candidate for an enclosing <article>/<main>.
+        elem = best_candidate["elem"]
+        related = set(elem.iterancestors()) | set(elem.iterdescendants())
+        rivals = [(e, before) for e, before in self._rivals if e not in related]
+        output = super().get_article(candidates, best_candidate, html_partial=html_partial)
+        first = 0
+        for rival, before in rivals:
+            if any(a is output for a in rival.iterancestors()):
+                continue  # already taken as a sibling of the best candidate
+            if before:
+                output.insert(first, rival)
+                first += 1
+            else:
+                output.append(rival)
+        return output
 
     # The two methods below are readability's own, made cheaper for large pages.
 
@@ -195,6 +264,10 @@ def _block_text(
             parts.append(elem.tail)
     lines = (_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line)
+
+
+def _is_cjk(text: str) -> bool:
+    return len(_CJK_CHAR.findall(text)) >= _CJK_SHARE * max(len(text), 1)
 
 
 def _text_length(elem: lxml.html.HtmlElement) -> int:

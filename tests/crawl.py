@@ -35,6 +35,7 @@ def run_crawl(
     timeout: float = 120,
 ) -> CrawlResult:
     """``scrapy <args>`` from the repo root, with items to a feed and a JSON stats dump."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     items, report, stats = (
         tmp_path / "items.jsonl",
         tmp_path / "report.jsonl",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -18,14 +19,19 @@ class Page:
 
 
 class MockServer:
-    """Serves ``pages`` (path -> Page) on a free port in a background thread."""
+    """Serves ``pages`` (path -> Page) on a free port in a background thread.
 
-    def __init__(self, pages: dict[str, Page]) -> None:
+    ``delay`` seconds are waited before each answer, to make a crawl last long enough for a
+    test to interfere with it.
+    """
+
+    def __init__(self, pages: dict[str, Page], delay: float = 0.0) -> None:
         self.pages = pages
         site = pages
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                time.sleep(delay)
                 page = site.get(self.path.split("?")[0])
                 if page is None:
                     page = Page(b"<html><body><p>not found</p></body></html>", status=404)

@@ -72,9 +72,9 @@ def _bad_site() -> tuple[dict[str, Page], dict[str, tuple[str, str | None]]]:
     add("/noise.html", rng.randbytes(6000), ("skipped", "binary"))
     add("/empty.html", b"", ("skipped", "empty"))
     add("/blank.html", b" \r\n\t  \n" * 50, ("skipped", "empty"))
-    add("/tiny.html", b"<p>Hi</p>", ("skipped", "short-text"))
+    add("/tiny.html", b"<p>Hi</p>", ("skipped", "tiny-text"))
     add("/frameset.html", frameset.encode(), ("skipped", "no-text"))
-    add("/punct.html", punct.encode(), ("skipped", "no-words"))
+    add("/punct.html", punct.encode(), ("skipped", "tiny-text"))
     add("/digits.html", digits.encode(), ("skipped", "no-words"))
     add("/big.html", big.encode(), ("kept", None))
     add("/malformed.html", malformed.encode(), ("kept", None))
@@ -183,10 +183,10 @@ def test_bad_pages_are_counted_and_logged(bad_crawl) -> None:
         ("/files/report", "not-html"),
         ("/missing.html", "status"),
         ("/deep.html", "no-text"),
-        ("/punct.html", "no-words"),
+        ("/punct.html", "tiny-text"),
     ]:
         assert f"not fingerprinting {url}{path} ({reason})" in log, path
-    assert f"nearDupe: kept {url}/tiny.html unchecked (short-text)" in log
+    assert f"nearDupe: kept {url}/tiny.html unchecked (tiny-text)" in log
     assert re.search(
         rf"{url}/zh/a-gbk-says-utf8.html is not utf-8 as declared; analysing it as "
         r"gb(k|18030|2312)",
@@ -247,8 +247,8 @@ def test_odd_items_in_text_field_mode(tmp_path: Path) -> None:
     for name in ["0", "1", "2", "3", "4", "no-field", "story", "note"]:
         assert got[name] == no_field, name
     assert got["5"] == got["6"] == ("skipped", "no-text")
-    assert got["7"] == ("skipped", "short-text")
-    assert got["8"] == ("skipped", "no-words")
+    assert got["7"] == ("skipped", "tiny-text")
+    assert got["8"] == ("skipped", "tiny-text")
     assert got["9"] == ("kept", None)
     # The same story four times (the last without a URL, upper-cased): one kept, three dropped.
     copies = sorted(got[name][0] for name in ["10", "11", "12", ""])

@@ -140,7 +140,7 @@ def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
 
     short = tmp / "short.html"
     short.write_text("<html><body><p>Too short.</p></body></html>")
-    assert "SKIPPED: not fingerprinted (short-text)" in neardupe(tmp, "check", str(short)).stdout
+    assert "SKIPPED: not fingerprinted (tiny-text)" in neardupe(tmp, "check", str(short)).stdout
     missing = neardupe(tmp, "check", str(tmp / "nope.html"))
     assert missing.returncode == 2
     assert "neither an http(s) URL nor a readable file" in missing.stderr
@@ -166,7 +166,7 @@ def test_import_builds_an_index_of_the_kept_items(crawl: tuple[Path, CrawlResult
     summary = json.loads(proc.stdout)
     assert summary["kept"] == len(items) == summary["index_size"]
     assert summary["dropped"] == len(copies)
-    assert summary["skipped_by_reason"] == {"short-text": 1, "no-text-field": 1}
+    assert summary["skipped_by_reason"] == {"tiny-text": 1, "no-text-field": 1}
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) == summary["items"] == len(items) + len(copies) + 2
     assert {d["duplicate_of"] for d in lines if d["decision"] == "dropped"} == {
@@ -247,19 +247,18 @@ def test_logstats_message_and_settings() -> None:
             "neardupe/seen": 120,
             "neardupe/kept": 80,
             "neardupe/dropped": 30,
-            "neardupe/skipped/short-text": 8,
+            "neardupe/skipped/tiny-text": 8,
             "neardupe/skipped/no-page": 2,
         }
     )
     extension = NearDupeLogStats(stats, 30.0)  # type: ignore[arg-type]
     assert extension.message() == (
         "nearDupe: 120 items seen (240/min), 80 kept, 30 dropped, 10 skipped "
-        "(no-page 2, short-text 8)"
+        "(no-page 2, tiny-text 8)"
     )
     stats.values["neardupe/index_size"] = 1234
     assert extension.message().endswith(
-        "0/min), 80 kept, 30 dropped, 10 skipped "
-        "(no-page 2, short-text 8); index holds 1,234 pages"
+        "0/min), 80 kept, 30 dropped, 10 skipped (no-page 2, tiny-text 8); index holds 1,234 pages"
     )
     with pytest.raises(NotConfigured):
         NearDupeLogStats.from_crawler(get_crawler(settings_dict={"NEARDUPE_ENABLED": False}))

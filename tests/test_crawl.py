@@ -45,7 +45,7 @@ def test_crawl_keeps_one_copy_per_article(site, tmp_path: Path) -> None:
     assert stats["neardupe/kept"] == 5
     assert stats["item_dropped_reasons_count/NearDuplicate"] == 3
     assert stats["neardupe/responses/skipped/not-html"] >= 1
-    assert stats["neardupe/skipped/short-text"] >= 1
+    assert stats["neardupe/skipped/tiny-text"] >= 1
     assert "near-duplicate of" in result.log
     assert "nearDupe: " in result.log and "dropped as near-duplicates" in result.log
 

@@ -104,9 +104,7 @@ def test_bad_names_raise(name: str) -> None:
         Design.named(name)
 
 
-@pytest.mark.parametrize(
-    "args", [(3, 3), (-1, 4), (3, 65), (4, 2)]
-)
+@pytest.mark.parametrize("args", [(3, 3), (-1, 4), (3, 65), (4, 2)])
 def test_bad_block_args_raise(args: tuple[int, int]) -> None:
     with pytest.raises(ValueError):
         Design.blocks(*args)

@@ -119,7 +119,7 @@ def test_other_k_is_allowed(tmp_path: Path) -> None:
 def test_header_mismatch_names_the_file(tmp_path: Path) -> None:
     with EmbeddedIndex(tmp_path) as index:
         index.add(1, "a")
-    with pytest.raises(IndexSettingsMismatch, match="pages.sqlite3") as info:
+    with pytest.raises(IndexSettingsMismatch, match=r"pages\.sqlite3") as info:
         EmbeddedIndex(tmp_path, IndexHeader.for_settings("10-table", 3))
     assert str(tmp_path) in str(info.value) and "design" in str(info.value)
     with pytest.raises(IndexSettingsMismatch, match="algorithm"):
@@ -131,15 +131,17 @@ def test_header_mismatch_names_the_file(tmp_path: Path) -> None:
 
 def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "pages.sqlite3").write_bytes(os.urandom(8192))
-    with pytest.raises(IndexFileError, match="pages.sqlite3") as info:
+    with pytest.raises(IndexFileError, match=r"pages\.sqlite3") as info:
         EmbeddedIndex(tmp_path)
     assert str(tmp_path) in str(info.value)
     assert not isinstance(info.value, IndexLocked)
-    with pytest.raises(IndexFileError, match="pages.sqlite3"):
+    with pytest.raises(IndexFileError, match=r"pages\.sqlite3"):
         EmbeddedIndex(tmp_path)  # the lock was released
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong-shape", "bit-rot", "missing"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "truncated", "empty", "wrong-shape", "bit-rot", "missing"]
+)
 def test_bad_snapshot_rebuilt_from_sqlite(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
@@ -170,9 +172,8 @@ def test_bad_snapshot_rebuilt_from_sqlite(
 
 
 def test_second_open_in_same_process_is_locked(tmp_path: Path) -> None:
-    with EmbeddedIndex(tmp_path):
-        with pytest.raises(IndexLocked, match="another process"):
-            EmbeddedIndex(tmp_path)
+    with EmbeddedIndex(tmp_path), pytest.raises(IndexLocked, match="another process"):
+        EmbeddedIndex(tmp_path)
     with EmbeddedIndex(tmp_path) as index:  # released on close
         index.close()
         index.close()  # idempotent
@@ -200,7 +201,7 @@ def test_open_in_another_process_is_locked(tmp_path: Path) -> None:
                 sys.exit(3)
             """
         )
-        out, err = child.communicate(timeout=60)
+        _, err = child.communicate(timeout=60)
         assert child.returncode == 3, err
 
 
@@ -234,4 +235,5 @@ def test_kill_9_keeps_committed_pages(tmp_path: Path) -> None:
         assert len(index) == 1000
         _assert_all_found(index, pages[::25])
         assert index.query(12345, 0) == []
-        assert index.check_and_add(pages[3][0] ^ 0b101, "dupe") == Match(pages[3][1], pages[3][0], 2)
+        fp, key = pages[3]
+        assert index.check_and_add(fp ^ 0b101, "dupe") == Match(key, fp, 2)

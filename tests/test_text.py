@@ -186,3 +186,67 @@ def test_real_pages_quality() -> None:
         ]
         precision, recall, f1 = evaluation.score(matches)
         assert f1 > 0.9, (lang, precision, recall, f1, statistics.mean(m[0] for m in matches))
+
+
+# Templates whose boilerplate block reads like prose and outweighs a short article: every page
+# of such a site must still yield its own article, or all of them look like one duplicate.
+SHORT_ARTICLES_ZH = [
+    "本报讯，市气象台今天上午发布消息，受北方强冷空气影响，本周末全市将迎来明显降温，最低气温降至零下五度，"
+    "北部山区有小到中雪。气象部门提醒市民注意防寒保暖，及时增添衣物，出行时注意交通安全，"
+    "老人和儿童尽量减少外出。农业部门也提醒农户，要提前做好大棚蔬菜和果树的防冻工作，"
+    "养殖户要加固圈舍，储备足够的饲料。",
+    "记者昨日从市教育局获悉，今年全市将新建和改扩建中小学校十二所，新增学位一万余个，"
+    "重点缓解城区和新建小区的入学压力。教育局有关负责人表示，新学校将在明年秋季学期前全部投入使用，"
+    "同时配套建设体育场馆、图书馆和食堂，所需教师将通过公开招聘、城乡交流等方式补充，"
+    "确保每一所新学校都能按时开学。",
+]
+
+COMMENTS_ZH = "".join(
+    f"<div><p>网友{i}：这篇文章写得很好，内容详实，观点鲜明，"
+    f"希望以后多发表这样的文章，我们会一直关注，支持一下！</p><span>2024-01-{i:02d}</span></div>"
+    for i in range(1, 21)
+)
+
+BLOG_TEMPLATE_ZH = (
+    "<html><head><title>{title}</title></head><body>"
+    "<div id='header'><a href='/'>首页</a> <a href='/blog'>博客</a></div>"
+    "<div id='main'><div class='post'><h1>{title}</h1><p>{body}</p></div>"
+    "<div id='comments'><h3>评论</h3>" + COMMENTS_ZH + "</div></div>"
+    "<div id='footer'>版权所有</div></body></html>"
+)
+
+NOTICE_ZH = (
+    "<p>根据《中华人民共和国著作权法》、《信息网络传播权保护条例》等法律法规，未经书面许可，"
+    "擅自转载本报作品的，将涉嫌侵犯著作权人合法权益，本报郑重公告如下：</p>"
+    "<p>一、任何单位或个人，在任何公开传播平台上使用本报的原创内容，必须事先取得本报书面授权，"
+    "并注明来源、作者和原文链接；</p>"
+    "<p>二、对侵犯本报著作权益的违法行为，本报将采取一切合法措施，追究行为人的侵权责任，"
+    "包括但不限于公开谴责、举报、提起诉讼等；</p>"
+    "<p>三、对于各类非法转载行为，欢迎读者提供侵权线索，一经查实，本报将给予奖励，"
+    "并对举报人的个人信息严格保密。</p>"
+)
+
+NOTICE_TEMPLATE_ZH = (
+    "<html><head><title>{title}</title></head><body>"
+    "<div class='nav'><a href='/'>首页</a> <a href='/news'>新闻</a></div>"
+    "<div class='wrap'><h1>{title}</h1>"
+    "<div class='article'><div class='editor'><div><p>{body}</p></div></div></div>"
+    "<div class='notice'><span>" + NOTICE_ZH + "</span></div></div>"
+    "</body></html>"
+)
+
+
+@pytest.mark.parametrize("template", [BLOG_TEMPLATE_ZH, NOTICE_TEMPLATE_ZH])
+def test_template_block_does_not_replace_short_article(template: str) -> None:
+    texts = [
+        extract_main_text(template.format(title=body[:10], body=body))
+        for body in SHORT_ARTICLES_ZH
+    ]
+    for body, text in zip(SHORT_ARTICLES_ZH, texts, strict=True):
+        assert body in text
+    assert texts[0] != texts[1]
+
+
+def test_comment_thread_does_not_replace_short_article() -> None:
+    text = extract_main_text(BLOG_TEMPLATE_ZH.format(title="降温", body=SHORT_ARTICLES_ZH[0]))
+    assert "网友" not in text

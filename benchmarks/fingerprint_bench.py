@@ -1,0 +1,136 @@
+"""Milliseconds per page to fingerprint real main text, English and Chinese, by stage.
+
+Stages: tokenizing (features.tokenize), weighting (extract_features minus tokenize) and hashing
+(simhash of the features). Also the first-call cost (jieba dictionary, wordfreq list, IDF).
+Text is read from the shared data directory (never copied into the repo):
+``<repo>/../shared/data`` or $NEARDUPE_DATA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def data_dir() -> Path:
+    """The shared data directory ($NEARDUPE_DATA overrides)."""
+    env = os.environ.get("NEARDUPE_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def english_pages(root: Path) -> list[str]:
+    """aeb ground-truth article bodies."""
+    with open(root / "aeb" / "ground-truth.json", encoding="utf-8") as f:
+        truth = json.load(f)
+    return [v["articleBody"] for v in truth.values() if v.get("articleBody", "").strip()]
+
+
+def chinese_pages(root: Path) -> list[str]:
+    """zh-extract cleaned texts plus THUCNews sample articles (label<TAB>text)."""
+    pages = [
+        p.read_text(encoding="utf-8") for p in sorted((root / "zh-extract/cleaned").glob("*.txt"))
+    ]
+    with open(root / "thucnews" / "cnews.sample.txt", encoding="utf-8") as f:
+        pages += [line.split("\t", 1)[1] for line in f if "\t" in line]
+    return [p for p in pages if p.strip()]
+
+
+def first_call_costs() -> list[tuple[str, float]]:
+    """Seconds of each lazy load, in the order a first page triggers them."""
+    from nearDupe import features
+
+    costs = []
+    for name, fn in [
+        ("import jieba + initialize (dictionary)", features._jieba),
+        ("jieba IDF table (jieba.analyse)", features._chinese_idf),
+        ("wordfreq English list -> IDF dict", features._english_idf),
+    ]:
+        t = time.perf_counter()
+        fn()
+        costs.append((name, time.perf_counter() - t))
+    t = time.perf_counter()
+    from nearDupe.simhash import fingerprint
+
+    fingerprint("warm up 热身")
+    costs.append(("first fingerprint after the loads", time.perf_counter() - t))
+    return costs
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    """Seconds and result of one call."""
+    t = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t, result
+
+
+def bench(pages: list[str], repeat: int) -> dict[str, np.ndarray]:
+    """Per-page milliseconds of each stage (fastest of `repeat` passes per page)."""
+    from nearDupe.features import FeatureSettings, extract_features, tokenize
+    from nearDupe.simhash import simhash
+
+    settings = FeatureSettings()
+    rows: dict[str, list[float]] = {"tokenize": [], "weight": [], "hash": [], "total": []}
+    for text in pages:
+        t_tok = t_feat = t_hash = float("inf")
+        for _ in range(repeat):  # fastest of each call, then the stages derived from them
+            t_tok = min(t_tok, timed(lambda text=text: tokenize(text))[0])
+            t, (feats, weights) = timed(lambda text=text: extract_features(text, settings))
+            t_feat = min(t_feat, t)
+            t_hash = min(t_hash, timed(lambda f=feats, w=weights: simhash(f, w))[0])
+        stages = [t_tok, max(t_feat - t_tok, 0.0), t_hash, t_feat + t_hash]
+        for key, value in zip(rows, stages, strict=True):
+            rows[key].append(value * 1e3)
+    return {k: np.array(v) for k, v in rows.items()}
+
+
+def report(name: str, pages: list[str], ms: dict[str, np.ndarray]) -> None:
+    """One table: stage, mean, median, p99 ms per page, share of the total."""
+    chars = np.array([len(p) for p in pages])
+    print(
+        f"\n=== {name}: {len(pages)} pages, median {int(np.median(chars)):,} chars "
+        f"(mean {int(chars.mean()):,}) ==="
+    )
+    print(f"{'stage':<12}{'mean ms':>10}{'median ms':>11}{'p99 ms':>10}{'share':>8}")
+    total = ms["total"].mean()
+    for stage, values in ms.items():
+        print(
+            f"{stage:<12}{values.mean():>10.3f}{np.median(values):>11.3f}"
+            f"{np.percentile(values, 99):>10.3f}{values.mean() / total:>8.0%}"
+        )
+    per_kchar = ms["total"].sum() / (chars.sum() / 1000)
+    print(f"throughput: {1000 / total:,.0f} pages/s, {per_kchar:.3f} ms per 1,000 chars")
+
+
+def main() -> None:
+    """Load the data, measure first-call costs, then each language's stages."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=0, help="pages per language (0 = all)")
+    ap.add_argument("--repeat", type=int, default=3, help="passes per page (fastest kept)")
+    args = ap.parse_args()
+    root = data_dir()
+    if not root.is_dir():
+        sys.exit(f"no data directory {root}; set NEARDUPE_DATA")
+    print(f"data: {root}")
+    t0 = time.perf_counter()
+    import nearDupe.simhash  # noqa: F401 - the import itself is a first-call cost
+
+    print(f"\nfirst-call costs (import nearDupe.simhash: {time.perf_counter() - t0:.3f} s)")
+    for name, seconds in first_call_costs():
+        print(f"  {name:<42}{seconds:>8.3f} s")
+    for name, loader in [("English (aeb articleBody)", english_pages),
+                         ("Chinese (zh-extract + THUCNews)", chinese_pages)]:  # fmt: skip
+        pages = loader(root)
+        if args.limit:
+            pages = pages[: args.limit]
+        report(name, pages, bench(pages, args.repeat))
+
+
+if __name__ == "__main__":
+    main()

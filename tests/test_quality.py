@@ -1,0 +1,80 @@
+"""Detection quality on a few real pages and articles (skipped without ../shared/data)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from _quality_cases import (
+    _prepare,
+    data_dir,
+    edit_body,
+    load_articles,
+    load_pawsx,
+    load_templates,
+    render,
+)
+
+from nearDupe.features import FeatureSettings
+from nearDupe.shorttext import exact_fingerprint, is_short, normalize
+from nearDupe.simhash import fingerprint, hamming
+from nearDupe.text import extract_main_text
+
+DATA = data_dir()
+K = 3
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"no evaluation data at {DATA}")
+
+
+@pytest.fixture(scope="module")
+def articles():
+    """The real article bodies, by id."""
+    return {a.id: a for a in load_articles(DATA)}
+
+
+def _page_fp(slot, article, edit: str, seed: int) -> int:
+    parts = edit_body(article, edit, random.Random(seed), ["An unrelated sentence was added."])
+    text = extract_main_text(render(slot[1], slot[2], parts))
+    return fingerprint(text, FeatureSettings())
+
+
+def test_syndicated_copy_in_another_real_template_is_within_k(articles) -> None:
+    """The same article in two other sites' real pages, with a view counter, stays within k."""
+    templates = [t for t in load_templates(DATA) if t.lang == "en"][:8]
+    slots = list(_prepare(templates))
+    used = {t.id for t in templates}
+    article = next(
+        a for a in articles.values() if a.lang == "en" and a.id not in used and len(a.text) > 2000
+    )
+    first = _page_fp(slots[0], article, "none", 1)
+    copy = _page_fp(slots[1], article, "counter", 2)
+    assert hamming(first, copy) <= K
+
+
+def test_different_same_topic_thucnews_articles_are_not_within_k(articles) -> None:
+    """Two different sports articles (thucnews topic 体育) are far apart."""
+    sports = [a for a in articles.values() if a.topic == "体育"][:6]
+    fps = [fingerprint(a.text) for a in sports]
+    distances = [hamming(a, b) for i, a in enumerate(fps) for b in fps[i + 1 :]]
+    assert min(distances) > 2 * K
+
+
+def test_pawsx_pairs_are_not_dropped_under_the_short_text_policy() -> None:
+    """Look-alike short sentences: simhash alone calls some equal; the exact hash does not."""
+    pairs = [(a, b) for a, b, _ in load_pawsx(DATA) if normalize(a) != normalize(b)][:300]
+    assert all(is_short(a, 200) and is_short(b, 200) for a, b in pairs)
+    assert not [p for p in pairs if exact_fingerprint(p[0]) == exact_fingerprint(p[1])]
+    simhash_alike = [p for p in pairs if hamming(fingerprint(p[0]), fingerprint(p[1])) <= K]
+    assert simhash_alike, "PAWS-X stops being a stress test for simhash"
+
+
+def test_short_text_exact_hash_ignores_case_width_space_and_punctuation() -> None:
+    """The normalized exact hash survives re-formatting, not a changed word or number."""
+    a = "Ｈｅｌｌｏ,  World！ 你好，世界。2024"
+    assert exact_fingerprint(a) == exact_fingerprint("hello world 你好 世界 2024")
+    assert exact_fingerprint(a) != exact_fingerprint("hello world 你好 世界 2025")
+    assert exact_fingerprint(a) != exact_fingerprint("hello word 你好 世界 2024")
