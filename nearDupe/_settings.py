@@ -20,8 +20,8 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
-    "NEARDUPE_K": 3,
-    "NEARDUPE_DESIGN": None,  # None: 4-table for k=3, else k+1 blocks (blocks-K-K+1)
+    "NEARDUPE_K": 6,  # from the figures: see README "How well it works"
+    "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
     "NEARDUPE_TEXT_FIELD": None,
@@ -38,8 +38,8 @@ class Config:
     index: str
     index_name: str = "neardupe"
     redis_cluster: bool = False
-    k: int = 3
-    design: str = "4-table"
+    k: int = 6
+    design: str = "blocks-6-7"
     min_text_length: int = 200
     max_html_chars: int = 2_000_000
     text_field: str | None = None

@@ -17,15 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.settings import Settings
 
+from nearDupe._settings import Config
 from nearDupe.analysis import analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.simhash import hamming
-from nearDupe.store import EmbeddedIndex, IndexHeader
+from nearDupe.store import EmbeddedIndex
 from spiders.demosite.content import ARTICLES_DIR, load_article
 from tests.crawl import ROOT, CrawlResult, run_crawl
 from tests.mockserver import MockServer, Page
 from tests.site import TEMPLATES
+
+#: The header the plugin asks for with default settings.
+PLUGIN_HEADER = Config.from_settings(Settings()).header
 
 pytestmark = pytest.mark.slow
 
@@ -185,7 +190,7 @@ def test_kill_9_then_restart_with_and_without_jobdir(network, tmp_path: Path) ->
                 assert decided[kept_url]["decision"] == "dropped"
                 assert decided[kept_url]["duplicate_of"] == kept_url
                 assert decided[kept_url]["distance"] == 0
-        with EmbeddedIndex(index_dir, IndexHeader()) as reopened:
+        with EmbeddedIndex(index_dir, PLUGIN_HEADER) as reopened:
             stored = [key.removeprefix(url) for _, key, _ in reopened.pages()]
         clusters = [cluster_of[path] for path in stored]
         assert len(clusters) == len(set(clusters)), "two pages of one cluster in the index"

@@ -28,7 +28,7 @@ def _check_clusters(result, server: MockServer, clusters: dict[str, list[str]]) 
         assert len(dropped) == len(urls) - 1, name
         for url in dropped:
             assert decisions[url]["duplicate_of"] == kept[0]
-            assert 0 <= decisions[url]["distance"] <= 3
+            assert 0 <= decisions[url]["distance"] <= 6
             assert len(decisions[url]["fingerprint"]) == 16
 
 

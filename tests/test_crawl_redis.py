@@ -9,13 +9,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
 
-from nearDupe.store.base import IndexHeader
+from nearDupe._settings import Config
 from nearDupe.store.redis import RedisStore
 from tests.crawl import CrawlResult, run_crawl
 from tests.mockserver import MockServer
 from tests.redis_server import RedisServer, require_redis
 from tests.site import build_site
+
+#: The header the plugin asks for with default settings.
+PLUGIN_HEADER = Config.from_settings(Settings()).header
 
 pytestmark = pytest.mark.redis
 
@@ -87,7 +91,7 @@ def test_redis_killed_and_restarted_mid_crawl(redis, tmp_path: Path) -> None:
     assert any(line["reason"] == "index-unavailable" for line in kept)
 
     async def stored(fingerprints: list[int]) -> list[bool]:
-        store = RedisStore.from_url(redis.url, IndexHeader())
+        store = RedisStore.from_url(redis.url, PLUGIN_HEADER)
         try:
             return [bool(await store.query(fp)) for fp in fingerprints]
         finally:

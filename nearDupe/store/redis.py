@@ -350,7 +350,7 @@ class RedisStore:
             raise IndexSettingsMismatch(
                 f"Redis index {self.name!r} at {self.url} was built with other settings: "
                 f"{'; '.join(problems)}. Open it with its own settings or choose another "
-                "index name (NEARDUPE_REDIS_NAME) or Redis database."
+                "index name (NEARDUPE_INDEX_NAME) or Redis database."
             )
         if stored_layout.get("format") != FORMAT_VERSION or len(
             stored_layout.get("bucket_bits", [])
