@@ -148,7 +148,7 @@ def main() -> None:
     httpd.shutdown()
     plain = runs["plain"]
     header = f"{'run':32} {'pages':>6} {'pages/s':>8} {'ratio':>6} {'cores':>6} {'stall ms':>9}"
-    print(header + " kept/dropped")
+    print(header + " >50ms kept/dropped")
     for name, run in runs.items():
         pages_crawled = run["response_count"]
         rate = pages_crawled / run["elapsed"]
@@ -156,6 +156,7 @@ def main() -> None:
         print(
             f"{name:32} {pages_crawled:6d} {rate:8.1f} {ratio:6.2f} "
             f"{run['cpu'] / run['wall']:6.2f} {run['max_stall_ms']:9.1f} "
+            f"{run['stalls_over_50ms']:5d} "
             f"{run.get('kept', '-')}/{run.get('dropped', '-')}"
         )
     costs = component_costs(pages)

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 _BEAT = 0.01
+#: Stalls longer than this are counted.
+_LONG = 0.05
 
 
 class StallMonitor:
@@ -21,6 +23,7 @@ class StallMonitor:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.max_gap = 0.0
+        self.gaps: list[float] = []
         self.last = time.perf_counter()
         self.start = self.last
         self.loop = task.LoopingCall(self.beat)
@@ -40,7 +43,10 @@ class StallMonitor:
     def beat(self) -> None:
         """Record the gap since the previous beat beyond its period."""
         now = time.perf_counter()
-        self.max_gap = max(self.max_gap, now - self.last - _BEAT)
+        gap = now - self.last - _BEAT
+        self.max_gap = max(self.max_gap, gap)
+        if gap > _LONG:
+            self.gaps.append(gap)
         self.last = now
 
     def closed(self) -> None:
@@ -49,6 +55,7 @@ class StallMonitor:
         stats = self.crawler.stats
         figures = {
             "max_stall_ms": self.max_gap * 1e3,
+            "stalls_over_50ms": len(self.gaps),
             "elapsed": time.perf_counter() - self.start,
             "response_count": stats.get_value("downloader/response_count", 0),
             "kept": stats.get_value("neardupe/kept", 0),

@@ -11,6 +11,8 @@ Design.packed); ``out`` = uint64 (2, cap): matched fingerprints in row 0, distan
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from numba import njit
 
@@ -132,3 +134,18 @@ def query_buffer_many(buf, n, qs, k, out, n_out):
     """query_buffer for each qs[i], into out[i] and n_out[i]."""
     for i in range(qs.shape[0]):
         n_out[i] = query_buffer(buf, n, qs[i], k, out[i], n_out[i])
+
+
+@cache
+def warm_up() -> None:
+    """Load (or compile) every kernel now, not on a crawl's first page: that takes ~0.1-2 s."""
+    keys = np.zeros((1, 1), dtype=np.uint64)
+    dirs = np.stack([directory(keys[0], 0)])
+    perm = np.array([[1, 0, 0, 0, np.iinfo(np.uint64).max]], dtype=np.uint64)
+    out = np.zeros((2, 1), dtype=np.uint64)
+    query_run(keys, dirs, np.uint64(0), 0, perm, out, 0)
+    query_buffer(keys[0], 1, np.uint64(0), 0, out, 0)
+    qs = np.zeros(1, dtype=np.uint64)
+    many_out, n = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros(1, dtype=np.int64)
+    query_run_many(keys, dirs, qs, 0, perm, many_out, n)
+    query_buffer_many(keys[0], 1, qs, 0, many_out, n)

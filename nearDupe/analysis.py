@@ -71,6 +71,14 @@ def analyze_html(
     return analyze_text(extract_main_text(html, max_chars=max_chars), min_length, features)
 
 
+def detect_encoding(body: bytes) -> str | None:
+    """The most likely encoding of a body whose declared charset does not decode it."""
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(body).best()
+    return best.encoding if best is not None else None
+
+
 def warm_up(features: FeatureSettings) -> None:
     """Load jieba's dictionary and the IDF tables once per worker process, before pages come."""
     tokenize("warm up 预热")

@@ -56,6 +56,7 @@ class BlockIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
+        _kernels.warm_up()
 
     @property
     def k(self) -> int:

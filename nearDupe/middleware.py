@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from scrapy.http import HtmlResponse, Request, Response
 
 from nearDupe._settings import Config
-from nearDupe.analysis import META_KEY, Analysis, analyze_html
+from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class NearDupeDownloaderMiddleware:
         if reason is None:
             assert isinstance(response, HtmlResponse)
             try:
-                html, reason = self._decode(response)
+                html, reason = await self._decode(response)
             except Exception:
                 logger.exception("nearDupe could not decode %s; keeping it", response.url)
                 reason = "analysis-error"
@@ -106,11 +106,12 @@ class NearDupeDownloaderMiddleware:
             return "empty"
         return None
 
-    def _decode(self, response: HtmlResponse) -> tuple[str, str | None]:
+    async def _decode(self, response: HtmlResponse) -> tuple[str, str | None]:
         """(text, None), or ("", a skip reason) for binary data or text in an unknown encoding.
 
         A body that is valid UTF-8 but declared as another charset is read as UTF-8; one full
-        of undecodable bytes in its declared charset is decoded in the detected one instead.
+        of undecodable bytes in its declared charset is decoded in the detected one instead
+        (detection is slow: it runs in the worker pool).
         """
         text, body = response.text, response.body
         head = text[:_SNIFF_CHARS]
@@ -129,13 +130,11 @@ class NearDupeDownloaderMiddleware:
             return text, None  # the page really contains U+FFFD characters
         except UnicodeDecodeError:
             pass
-        from charset_normalizer import from_bytes
-
-        best = from_bytes(body).best()
-        if best is not None and best.encoding and codecs.lookup(best.encoding).name != declared:
-            fixed = body.decode(best.encoding, "replace")
+        detected = await self.pool.run(detect_encoding, body)
+        if detected is not None and codecs.lookup(detected).name != declared:
+            fixed = body.decode(detected, "replace")
             if fixed.count("\ufffd") <= max(8, len(fixed) // 200):
-                return self._redecoded(response, fixed, best.encoding), None
+                return self._redecoded(response, fixed, detected), None
         return "", "bad-encoding"
 
     def _redecoded(self, response: HtmlResponse, text: str, encoding: str) -> str:

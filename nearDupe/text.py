@@ -65,10 +65,13 @@ _RETRY_LENGTH = 100
 #: On Chinese and Japanese pages readability's paragraph scores (commas, a length bonus capped
 #: at 300 characters, a base score per paragraph) can rank a block of several short paragraphs
 #: (a copyright notice, a long reply under a forum post) above a short one-paragraph article.
-#: There, prose blocks outside the chosen one scoring at least _RIVAL_SHARE of it (without
-#: class-name bonuses), of at least _RIVAL_MIN_CHARS characters and not link lists, are kept too:
-#: some boilerplate in the text is better than an article missing from it.
-_RIVAL_SHARE = 0.6
+#: Every page of such a site would then yield the same text. So there, prose blocks that come
+#: before the chosen one (an article precedes its notices, comments and replies), outside it,
+#: scoring at least _RIVAL_SHARE of it (without class-name bonuses), of at least
+#: _RIVAL_MIN_CHARS characters and not link lists, are kept too: some boilerplate in the text is
+#: better than the article missing from it. (Not on English pages: there the scores are
+#: reliable and the blocks before the article are cookie banners and teasers.)
+_RIVAL_SHARE = 0.5
 _RIVAL_MIN_CHARS = 100
 _RIVAL_MAX_LINKS = 0.25
 #: Share of Han/kana characters above which a text is Chinese or Japanese.
@@ -101,7 +104,7 @@ class _Readability(Document):
     """readability-lxml that counts CJK commas and returns block-aware text, not HTML."""
 
     found_candidate = False
-    _rivals: Sequence[tuple[lxml.html.HtmlElement, bool]] = ()
+    _rivals: Sequence[lxml.html.HtmlElement] = ()
 
     def _parse(self, input: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
         # The tree comes cleaned by _parse_html (readability's own cleaner spends most of its
@@ -116,32 +119,33 @@ class _Readability(Document):
             self._rivals = self._rival_blocks(candidates, best)
         return best
 
-    def _rival_blocks(
-        self, candidates: dict, best: dict
-    ) -> list[tuple[lxml.html.HtmlElement, bool]]:
-        """Prose blocks outside the best candidate that score nearly as high, outermost only,
-        in page order, each with whether it comes before the best candidate."""
+    def _rival_blocks(self, candidates: dict, best: dict) -> list[lxml.html.HtmlElement]:
+        """Prose blocks before the best candidate, outside it, scoring nearly as high: the
+        outermost ones, in page order."""
         elem = best["elem"]
-        floor = _RIVAL_SHARE * (best["content_score"] - self.class_weight(elem))
-        # Scores without the class-name bonus: "content"/"post" teasers are not article text.
+        floor = _RIVAL_SHARE * best["content_score"]
+        # Rivals without their class-name bonus: "content"/"post" teasers are not article text.
         rivals = {
             e
             for e, c in candidates.items()
             if e is not elem
-            and c["content_score"] - self.class_weight(e) >= floor
+            and c["content_score"] - max(self.class_weight(e), 0) >= floor
             and _text_length(e) >= _RIVAL_MIN_CHARS
             and self.get_link_density(e) <= _RIVAL_MAX_LINKS
         }
         if not rivals:
             return []
-        related = set(elem.iterancestors()) | set(elem.iterdescendants())
-        rivals = {e for e in rivals if e not in related}
-        outermost = [e for e in rivals if not any(a in rivals for a in e.iterancestors())]
-        if not outermost:
-            return []
+        rivals -= set(elem.iterancestors())
+        rivals -= set(elem.iterdescendants())
         order = {e: i for i, e in enumerate(self.html.iter())}
-        outermost.sort(key=order.__getitem__)
-        return [(e, order[e] < order[elem]) for e in outermost]
+        return sorted(
+            (
+                e
+                for e in rivals
+                if order[e] < order[elem] and not any(a in rivals for a in e.iterancestors())
+            ),
+            key=order.__getitem__,
+        )
 
     def get_article(
         self, candidates: dict, best_candidate: dict, html_partial: bool = False
@@ -149,17 +153,10 @@ class _Readability(Document):
         # readability may have swapped the best candidate for an enclosing <article>/<main>.
         elem = best_candidate["elem"]
         related = set(elem.iterancestors()) | set(elem.iterdescendants())
-        rivals = [(e, before) for e, before in self._rivals if e not in related]
+        rivals = [e for e in self._rivals if e not in related]
         output = super().get_article(candidates, best_candidate, html_partial=html_partial)
-        first = 0
-        for rival, before in rivals:
-            if any(a is output for a in rival.iterancestors()):
-                continue  # already taken as a sibling of the best candidate
-            if before:
-                output.insert(first, rival)
-                first += 1
-            else:
-                output.append(rival)
+        for i, rival in enumerate(r for r in rivals if output not in r.iterancestors()):
+            output.insert(i, rival)
         return output
 
     # The two methods below are readability's own, made cheaper for large pages.
