@@ -89,9 +89,11 @@ class NearDupePipeline:
         if self.store is not None:
             await self._replay_backlog(patience=_CLOSE_PATIENCE)
             self._save_backlog()
-            size = await self.store.count()
-            self.stats.set_value("neardupe/index_size", size)
-            await self.store.close()
+            try:
+                self.stats.set_value("neardupe/index_size", await self.store.count())
+                await self.store.close()
+            except Exception as exc:
+                logger.error("nearDupe: closing index %s failed: %s", self.config.index, exc)
         if self.report is not None:
             self.report.close()
         get = self.stats.get_value
@@ -226,9 +228,19 @@ class NearDupePipeline:
         """Keep what could not be recorded for the next crawl on this index (never lose it)."""
         if not self._backlog:
             return
-        self._pending_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._pending_path.open("w", encoding="utf-8") as f:
-            f.writelines(json.dumps([fp, url]) + "\n" for fp, url in self._backlog)
+        try:
+            self._pending_path.parent.mkdir(parents=True, exist_ok=True)
+            with self._pending_path.open("w", encoding="utf-8", errors="backslashreplace") as f:
+                f.writelines(json.dumps([fp, url]) + "\n" for fp, url in self._backlog)
+        except OSError as exc:
+            logger.error(
+                "nearDupe: %d fingerprints of kept pages could not be saved to %s (%s); "
+                "their copies may be kept by later crawls",
+                len(self._backlog),
+                self._pending_path,
+                exc,
+            )
+            return
         logger.warning(
             "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
             "and recorded when a crawl next reaches the index",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from nearDupe.simhash import to_hex
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,16 +47,33 @@ class ReportWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        # backslashreplace: a lone surrogate in a URL becomes a JSON \uXXXX escape, not an error.
+        self._file = self.path.open("a", encoding="utf-8", errors="backslashreplace")
+        self.failed = False
 
     def write(self, decision: Decision) -> None:
-        """Write and flush one line, so a crash loses no decision already made."""
-        self._file.write(json.dumps(decision.to_json(), ensure_ascii=False) + "\n")
-        self._file.flush()
+        """Write and flush one line, so a crash loses no decision already made.
+
+        A report that cannot be written (disk full, file gone) never costs an item: the
+        error is logged once and the report stops.
+        """
+        if self.failed:
+            return
+        try:
+            self._file.write(json.dumps(decision.to_json(), ensure_ascii=False) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            self.failed = True
+            logger.error(
+                "nearDupe: cannot write the report %s (%s); report stopped", self.path, exc
+            )
 
     def close(self) -> None:
         """Close the file."""
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError as exc:
+            logger.error("nearDupe: cannot finish the report %s (%s)", self.path, exc)
 
 
 def read_report(path: str | Path) -> list[dict[str, Any]]:
