@@ -75,6 +75,36 @@ def directory(row, bits):
     return out
 
 
+@njit(cache=True, inline="always")
+def _directory_bits(dirs):
+    size = dirs.shape[1] - 1
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    return bits
+
+
+@njit(cache=True, inline="always")
+def _scan(row, lo, hi, qp, p, k, out, n_out):
+    """Binary-search qp's prefix in row[lo:hi] (its directory range), then compare them all."""
+    sh = p[1]
+    lo_key = (qp >> sh) << sh
+    hi_key = lo_key | ((_ONE << sh) - _ONE)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if row[mid] < lo_key:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    while i < row.shape[0] and row[i] <= hi_key:
+        d = popcount(row[i] ^ qp)
+        if d <= k:
+            n_out = _record(_permute(row[i], p, True), d, out, n_out)
+        i += 1
+    return n_out
+
+
 @njit(cache=True)
 def query_run(keys, dirs, q, k, perm, out, n_out):
     """Add to ``out`` the fingerprints of one sorted run within distance k of q.
@@ -83,32 +113,13 @@ def query_run(keys, dirs, q, k, perm, out, n_out):
     offsets. Returns the new match count, which exceeds out's capacity when it overflowed
     (the caller retries with more room).
     """
-    size = dirs.shape[1] - 1
-    bits = 0
-    while (1 << bits) < size:
-        bits += 1
+    bits = _directory_bits(dirs)
     dshift = np.uint64(64 - bits)
     for t in range(keys.shape[0]):
         p = perm[t]
         qp = _permute(q, p, False)
-        sh = p[1]
-        lo_key = (qp >> sh) << sh
-        hi_key = lo_key | ((_ONE << sh) - _ONE)
-        row = keys[t]
         top = (qp >> dshift) if bits else np.uint64(0)
-        lo, hi = dirs[t, top], dirs[t, top + _ONE]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if row[mid] < lo_key:
-                lo = mid + 1
-            else:
-                hi = mid
-        i = lo
-        while i < row.shape[0] and row[i] <= hi_key:
-            d = popcount(row[i] ^ qp)
-            if d <= k:
-                n_out = _record(_permute(row[i], p, True), d, out, n_out)
-            i += 1
+        n_out = _scan(keys[t], dirs[t, top], dirs[t, top + _ONE], qp, p, k, out, n_out)
     return n_out
 
 
@@ -124,9 +135,26 @@ def query_buffer(buf, n, q, k, out, n_out):
 
 @njit(cache=True)
 def query_run_many(keys, dirs, qs, k, perm, out, n_out):
-    """query_run for each qs[i], into out[i] and n_out[i]."""
-    for i in range(qs.shape[0]):
-        n_out[i] = query_run(keys, dirs, qs[i], k, perm, out[i], n_out[i])
+    """query_run for each qs[i], into out[i] and n_out[i], one table at a time.
+
+    A first pass reads every query's directory range (independent loads, so the CPU overlaps
+    their cache misses), a second pass searches and scans: large runs are memory-bound.
+    """
+    bits = _directory_bits(dirs)
+    dshift = np.uint64(64 - bits)
+    nq = qs.shape[0]
+    qp = np.empty(nq, dtype=np.uint64)
+    lo = np.empty(nq, dtype=np.int64)
+    hi = np.empty(nq, dtype=np.int64)
+    for t in range(keys.shape[0]):
+        p = perm[t]
+        for i in range(nq):
+            qp[i] = _permute(qs[i], p, False)
+            top = (qp[i] >> dshift) if bits else np.uint64(0)
+            lo[i], hi[i] = dirs[t, top], dirs[t, top + _ONE]
+        row = keys[t]
+        for i in range(nq):
+            n_out[i] = _scan(row, lo[i], hi[i], qp[i], p, k, out[i], n_out[i])
 
 
 @njit(cache=True)
