@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,8 +34,13 @@ def run_crawl(
     args: list[str],
     settings: dict[str, Any] | None = None,
     timeout: float = 120,
+    max_file_bytes: int | None = None,
 ) -> CrawlResult:
-    """``scrapy <args>`` from the repo root, with items to a feed and a JSON stats dump."""
+    """``scrapy <args>`` from the repo root, with items to a feed and a JSON stats dump.
+
+    ``max_file_bytes`` caps the size of every file the crawl writes (RLIMIT_FSIZE): writes
+    beyond it fail as on a full disk.
+    """
     tmp_path.mkdir(parents=True, exist_ok=True)
     items, report, stats = (
         tmp_path / "items.jsonl",
@@ -55,7 +61,13 @@ def run_crawl(
         command += ["-s", f"{name}={value}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+        command,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=None if max_file_bytes is None else lambda: _limit_files(max_file_bytes),
     )
     return CrawlResult(
         proc.returncode,
@@ -64,6 +76,10 @@ def run_crawl(
         json.loads(stats.read_text()) if stats.exists() else {},
         proc.stderr,
     )
+
+
+def _limit_files(size: int) -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

@@ -78,7 +78,8 @@ class EmbeddedIndex:
             self._unlock()
             raise
         self._last_commit = time.monotonic()
-        self._dirty = False
+        self._unsaved: list[tuple[int, str, float]] = []  # (signed fp, key, time) to commit
+        self._unsaved_first: dict[int, str] = {}  # signed fp -> its first unsaved key
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -203,41 +204,68 @@ class EmbeddedIndex:
         return None
 
     def add(self, fp: int, key: str) -> None:
-        """Record a page unconditionally."""
-        self._db.execute(
-            "INSERT INTO pages (fp, key, added) VALUES (?, ?, ?)",
-            (to_signed(fp), key, time.time()),
-        )
+        """Record a page unconditionally (durable at the next commit)."""
         self.index.add(fp)
-        self._dirty = True
+        self._unsaved.append((to_signed(fp), key, time.time()))
+        self._unsaved_first.setdefault(to_signed(fp), key)
         self._commit_if_due()
 
     def _commit_if_due(self) -> None:
         # Also called when nothing is added, so a page kept before a run of duplicates does not
         # wait for the next new page to become durable.
-        if self._dirty and time.monotonic() - self._last_commit >= self.commit_interval:
-            self.commit()
+        if self._unsaved and time.monotonic() - self._last_commit >= self.commit_interval:
+            try:
+                self.commit()
+            except sqlite3.Error as exc:
+                # The pages stay in memory (copies are still caught) and are written by the
+                # next commit that succeeds: a full disk must not stop the crawl's decisions.
+                self._last_commit = time.monotonic()
+                logger.warning(
+                    "nearDupe: cannot write index %s (%s); %d pages kept in memory until it can",
+                    self.path,
+                    exc,
+                    len(self._unsaved),
+                )
+
+    def _unsaved_keys(self, fp: int) -> list[str]:
+        signed = to_signed(fp)
+        return [key for value, key, _ in self._unsaved if value == signed]
 
     def _key_of(self, fp: int) -> str:
         row = self._db.execute(
             "SELECT key FROM pages WHERE fp = ? ORDER BY id LIMIT 1", (to_signed(fp),)
         ).fetchone()
-        return row[0] if row else ""
+        return row[0] if row else self._unsaved_first.get(to_signed(fp), "")
 
     def keys_of(self, fp: int) -> list[str]:
         """Every key stored with exactly this fingerprint, oldest first."""
         rows = self._db.execute("SELECT key FROM pages WHERE fp = ? ORDER BY id", (to_signed(fp),))
-        return [r[0] for r in rows]
+        return [r[0] for r in rows] + self._unsaved_keys(fp)
 
     def pages(self) -> Iterator[tuple[int, str, float]]:
         """Every stored page as (fingerprint, key, time added), oldest first."""
-        for fp, key, added in self._db.execute("SELECT fp, key, added FROM pages ORDER BY id"):
+        rows = self._db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
+        for fp, key, added in rows + self._unsaved:
             yield to_unsigned(fp), key, added
 
     def commit(self) -> None:
-        """Make every page added so far durable."""
-        self._db.commit()
-        self._dirty = False
+        """Make every page added so far durable.
+
+        If the disk is full (or the write fails otherwise) the error is raised and the pages
+        stay in memory, still found by queries, to be written by the next commit; commits due
+        after an add only log it.
+        """
+        try:
+            self._db.executemany(
+                "INSERT INTO pages (fp, key, added) VALUES (?, ?, ?)", self._unsaved
+            )
+            self._db.commit()
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.rollback()
+            raise
+        self._unsaved.clear()
+        self._unsaved_first.clear()
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
@@ -261,6 +289,11 @@ class EmbeddedIndex:
             return
         try:
             self.save_snapshot()
+        except (sqlite3.Error, OSError) as exc:
+            raise IndexFileError(
+                f"index {self.path} could not be saved ({exc}): the last "
+                f"{len(self._unsaved)} pages added are lost from it, the rest is intact"
+            ) from exc
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
