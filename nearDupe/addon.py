@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
 
 #: Component -> (setting, priority). The downloader middleware sits close to the engine so it
 #: sees final, decompressed responses after redirects; the spider middleware sits last before
@@ -22,4 +23,7 @@ class Addon:
     def update_settings(self, settings: BaseSettings) -> None:
         """Add the components unless the user already placed them."""
         for component, (setting, priority) in COMPONENTS.items():
-            settings.setdefault_in_component_priority_dict(setting, component, priority)
+            # A class, not its path: Scrapy then spots the user's own entry in either form.
+            settings.setdefault_in_component_priority_dict(
+                setting, load_object(component), priority
+            )

@@ -1,0 +1,94 @@
+"""Unit tests of the plugin's small parts: add-on, settings, item links, report lines."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
+
+from nearDupe import Addon, NearDuplicate
+from nearDupe._settings import DEFAULTS, Config
+from nearDupe.addon import COMPONENTS
+from nearDupe.analysis import Analysis
+from nearDupe.links import ItemLinks
+from nearDupe.pipeline import NearDupePipeline
+from nearDupe.report import Decision, ReportWriter, read_report
+
+
+def test_addon_enables_every_component_once() -> None:
+    settings = Settings()
+    Addon().update_settings(settings)
+    for component, (setting, priority) in COMPONENTS.items():
+        assert settings.getdict(setting)[load_object(component)] == priority
+    for own in (NearDupePipeline, "nearDupe.pipeline.NearDupePipeline"):
+        user = Settings({"ITEM_PIPELINES": {own: 700}})
+        Addon().update_settings(user)
+        pipelines = user.getdict("ITEM_PIPELINES")
+        assert pipelines == {own: 700}, "the user's own entry is kept, not doubled"
+
+
+def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
+    config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
+    assert (config.k, config.design) == (DEFAULTS["NEARDUPE_K"], "blocks-6-7")
+    assert config.min_text_length == 200 and config.report is None and not config.is_redis
+    typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
+    assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
+    redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
+    assert redis.is_redis and redis.header.design == "blocks-6-7"
+
+
+def test_config_rejects_disabled_and_bad_settings() -> None:
+    with pytest.raises(NotConfigured):
+        Config.from_settings(Settings({"NEARDUPE_ENABLED": "False"}))
+    with pytest.raises(ValueError, match=r"NEARDUPE_K=6 must be within 0\.\.3"):
+        Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table"}))
+    with pytest.raises(ValueError, match="unknown index design"):
+        Config.from_settings(Settings({"NEARDUPE_DESIGN": "5-table"}))
+
+
+@dataclass
+class Article:
+    url: str
+
+
+def test_item_links_follow_the_item_object_not_equal_ones() -> None:
+    links = ItemLinks()
+    analysis = Analysis("text", 5, "en")
+    item, twin = {"url": "u"}, {"url": "u"}
+    links.attach(item, "http://a/", analysis)
+    assert links.pop(twin) is None, "an equal dict is another item"
+    assert links.pop(item) == ("http://a/", analysis)
+    assert links.pop(item) is None and len(links) == 0
+    dataclass_item = Article("u")
+    links.attach(dataclass_item, "http://b/", None)
+    links.forget(dataclass_item)
+    assert len(links) == 0
+
+
+def test_report_lines_and_drop_message(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "report.jsonl"
+    writer = ReportWriter(path)
+    writer.write(Decision("http://a/", "kept", 0xAB))
+    dropped = Decision("http://b/", "dropped", 0xAC, "http://a/", 1)
+    writer.write(dropped)
+    writer.write(Decision("http://c/", "skipped", reason="not-html"))
+    writer.close()
+    lines = read_report(path)
+    assert lines[0] == {
+        "url": "http://a/",
+        "decision": "kept",
+        "fingerprint": "00000000000000ab",
+        "duplicate_of": None,
+        "distance": None,
+        "reason": None,
+    }
+    assert lines[1]["duplicate_of"] == "http://a/" and lines[1]["distance"] == 1
+    assert lines[2]["reason"] == "not-html" and lines[2]["fingerprint"] is None
+    assert json.loads(path.read_text().splitlines()[1])["decision"] == "dropped"
+    assert dropped.message == "near-duplicate of http://a/ (distance 1): http://b/"
+    assert issubclass(NearDuplicate, Exception)
