@@ -100,8 +100,6 @@ class NearDupeCommand(ScrapyCommand):
         wanted = 1 if name in {"check", "import"} else 0
         if len(operands) != wanted:
             raise UsageError(f"{name} takes {wanted or 'no'} argument{'s' if wanted != 1 else ''}")
-        if config.is_redis and name != "import":
-            raise UsageError(f"{name} reads an embedded index; NEARDUPE_INDEX is {config.index}")
         try:
             getattr(self, f"_{name}")(config, opts, *operands)
         except NearDupeError as exc:
@@ -224,7 +222,7 @@ class NearDupeCommand(ScrapyCommand):
     def _view(config: Config) -> Any:
         from nearDupe.commands._index import IndexView
 
-        return IndexView(config.index)
+        return IndexView.open(config)
 
     @staticmethod
     def _k(view: Any, opts: argparse.Namespace) -> int:

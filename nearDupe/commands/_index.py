@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from dataclasses import fields
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from scrapy.exceptions import UsageError
 
+from nearDupe._settings import Config
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
@@ -42,15 +44,39 @@ def neighbours(fps: np.ndarray, radius: int, among: np.ndarray | None = None) ->
 
 
 class IndexView:
-    """Every page of an embedded index, read without its lock (safe while a crawl writes it)."""
+    """Every page of an index in memory, read without its lock (safe while a crawl writes it)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        db_path = self.path / "pages.sqlite3"
+    def __init__(
+        self,
+        source: str,
+        header: IndexHeader,
+        pages: list[tuple[int, str, float | None]],
+        path: Path | None = None,
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.header = header
+        self.design = Design.named(header.design)
+        self.fps = np.fromiter((p[0] for p in pages), dtype=np.uint64, count=len(pages))
+        self.keys: list[str] = [p[1] for p in pages]
+        self.added: list[float] = [p[2] for p in pages if p[2] is not None]
+        self._index: BlockIndex | None = None
+        self._among: dict[int, Neighbours] = {}
+
+    @classmethod
+    def open(cls, config: Config) -> IndexView:
+        """The index the settings name: an embedded directory or a Redis index."""
+        if config.is_redis:
+            return cls.from_redis(config)
+        return cls.from_directory(config.index)
+
+    @classmethod
+    def from_directory(cls, path: str | Path) -> IndexView:
+        """An embedded index, read-only."""
+        path = Path(path)
+        db_path = path / "pages.sqlite3"
         if not db_path.is_file():
-            raise UsageError(
-                f"no nearDupe index at {self.path} (set NEARDUPE_INDEX, or crawl first)"
-            )
+            raise UsageError(f"no nearDupe index at {path} (set NEARDUPE_INDEX, or crawl first)")
         db = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
             row = db.execute("SELECT value FROM meta WHERE name = 'header'").fetchone()
@@ -58,16 +84,29 @@ class IndexView:
         finally:
             db.close()
         if row is None:
-            raise UsageError(f"index {self.path} has no header")
+            raise UsageError(f"index {path} has no header")
         stored = json.loads(row[0])
         names = {f.name for f in fields(IndexHeader)}
-        self.header = IndexHeader(**{n: v for n, v in stored.items() if n in names})
-        self.design = Design.named(self.header.design)
-        self.fps = np.fromiter((to_unsigned(r[0]) for r in rows), dtype=np.uint64, count=len(rows))
-        self.keys: list[str] = [r[1] for r in rows]
-        self.added: list[float] = [r[2] for r in rows]
-        self._index: BlockIndex | None = None
-        self._among: dict[int, Neighbours] = {}
+        header = IndexHeader(**{n: v for n, v in stored.items() if n in names})
+        pages = [(to_unsigned(fp), key, added) for fp, key, added in rows]
+        return cls(str(path), header, pages, path)
+
+    @classmethod
+    def from_redis(cls, config: Config) -> IndexView:
+        """A Redis index (its header must match the settings), read with HSCAN."""
+        from nearDupe.store.redis import RedisStore
+
+        async def read() -> list[tuple[int, str]]:
+            store = RedisStore.from_url(
+                config.index, config.header, name=config.index_name, cluster=config.redis_cluster
+            )
+            try:
+                return await store.pages()
+            finally:
+                await store.close()
+
+        pages = [(fp, key, None) for fp, key in sorted(asyncio.run(read()))]
+        return cls(f"{config.index} ({config.index_name})", config.header, pages)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -92,7 +131,9 @@ class IndexView:
         return self._index
 
     def disk_bytes(self) -> int:
-        """Bytes of every file in the index directory."""
+        """Bytes of every file in the index directory (0 for Redis)."""
+        if self.path is None:
+            return 0
         return sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
 
     def keys_by_fp(self) -> dict[int, list[str]]:

@@ -73,7 +73,7 @@ def build_report(
     generated = datetime.datetime.now().isoformat(sep=" ", timespec="seconds")
     body = [
         "<h1>nearDupe report</h1>",
-        f"<p class='sub'>Index <code>{escape(str(view.path))}</code> · design "
+        f"<p class='sub'>Index <code>{escape(view.source)}</code> · design "
         f"{escape(view.design.describe())} · k = {k}"
         + (f" · decisions <code>{escape(source)}</code>" if source else "")
         + f" · generated {generated}</p>",
@@ -87,7 +87,7 @@ def build_report(
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>nearDupe report: {escape(str(view.path))}</title><style>{_CSS}</style></head>"
+        f"<title>nearDupe report: {escape(view.source)}</title><style>{_CSS}</style></head>"
         f"<body><main>{''.join(body)}</main></body></html>\n"
     )
 

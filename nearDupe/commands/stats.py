@@ -43,7 +43,7 @@ def index_stats(
 ) -> dict[str, Any]:
     """Everything ``stats`` prints, as one JSON-able dict."""
     stats: dict[str, Any] = {
-        "index": str(view.path),
+        "index": view.source,
         "pages": len(view),
         "design": view.design.describe(),
         "header": view.header.to_dict(),

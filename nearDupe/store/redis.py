@@ -514,6 +514,14 @@ class RedisStore:
                 lambda _r, args=args: self._add_keys([self._keys_key, self._count_key], args),
             )
 
+    async def pages(self) -> list[tuple[int, str]]:
+        """Every stored (fingerprint, first key), in no particular order (HSCAN: non-blocking)."""
+        await self._retrying("pages", lambda _r: self._ensure_ready())
+        return [
+            (int.from_bytes(fp, "big"), key.decode())
+            async for fp, key in self.client.hscan_iter(self._keys_key, count=1000)
+        ]
+
     async def clear(self) -> int:
         """Delete every key of this index (header included); the number of keys deleted."""
         deleted = 0

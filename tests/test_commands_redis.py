@@ -1,0 +1,53 @@
+"""`scrapy neardupe` on a shared Redis index: import, then stats, clusters, check and report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.crawl import CrawlResult
+from tests.redis_server import RedisServer, require_redis
+from tests.test_commands import crawl, neardupe
+
+__all__ = ["crawl"]  # the module-scoped demo crawl fixture, shared with test_commands
+
+pytestmark = pytest.mark.redis
+
+
+def test_commands_read_a_redis_index(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
+    require_redis()
+    tmp, result = crawl
+    items = result.items
+    feed = tmp_path / "feed.jsonl"
+    with feed.open("w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps({"url": item["url"], "text": item["text"]}) + "\n")
+        f.write(json.dumps({"url": items[0]["url"] + "?copy", "text": items[0]["text"]}) + "\n")
+    with RedisServer(tmp_path / "redis") as redis:
+        imported = neardupe(tmp, "import", str(feed), "--json", index=redis.url)
+        assert imported.returncode == 0, imported.stderr
+        summary = json.loads(imported.stdout)
+        assert summary["kept"] == len(items) and summary["dropped"] == 1
+
+        stats = neardupe(tmp, "stats", "--json", index=redis.url)
+        assert stats.returncode == 0, stats.stderr
+        assert json.loads(stats.stdout)["pages"] == len(items)
+
+        out = tmp_path / "clusters.jsonl"
+        clusters = neardupe(tmp, "clusters", "--k", "8", "-o", str(out), index=redis.url)
+        assert clusters.returncode == 0, clusters.stderr
+        grouped = [json.loads(line) for line in out.read_text().splitlines()]
+        assert all(set(g["pages"]) <= {i["url"] for i in items} for g in grouped)
+
+        page = tmp_path / "page.html"
+        page.write_text(f"<html><body><p>{items[0]['text']}</p></body></html>")
+        check = neardupe(tmp, "check", str(page), "--json", index=redis.url)
+        assert check.returncode == 0, check.stderr
+        assert items[0]["url"] in check.stdout
+
+        html = tmp_path / "report.html"
+        report = neardupe(tmp, "report", "-o", str(html), index=redis.url)
+        assert report.returncode == 0, report.stderr
+        assert redis.url in html.read_text()
