@@ -60,7 +60,7 @@ class Config:
         k = settings.getint("NEARDUPE_K", DEFAULTS["NEARDUPE_K"])
         try:
             design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
-            design = design or Design.default_for(k)
+            design = design or Design.default_for(k, shared=cls._shared(get("NEARDUPE_INDEX")))
         except ValueError as exc:
             raise ValueError(f"NEARDUPE_DESIGN / NEARDUPE_K: {exc}") from None
         if not 0 <= k <= design.k:
@@ -96,4 +96,8 @@ class Config:
     @property
     def is_redis(self) -> bool:
         """Whether the index is a shared Redis rather than the embedded directory."""
-        return self.index.startswith(("redis://", "rediss://", "unix://"))
+        return self._shared(self.index)
+
+    @staticmethod
+    def _shared(index: str | None) -> bool:
+        return bool(index) and str(index).startswith(("redis://", "rediss://", "unix://"))

@@ -39,7 +39,7 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
-    assert redis.is_redis and redis.header.design == "blocks-6-7"
+    assert redis.is_redis and redis.header.design == "blocks-6-8", "fewer candidates for Lua"
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:

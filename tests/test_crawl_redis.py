@@ -19,7 +19,7 @@ from tests.redis_server import RedisServer, require_redis
 from tests.site import build_site
 
 #: The header the plugin asks for with default settings.
-PLUGIN_HEADER = Config.from_settings(Settings()).header
+PLUGIN_HEADER = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://h:1/0"})).header
 
 pytestmark = pytest.mark.redis
 
