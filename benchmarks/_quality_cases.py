@@ -6,7 +6,6 @@ import copy
 import csv
 import gzip
 import json
-import os
 import random
 import re
 from collections import defaultdict
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import lxml.etree
 import lxml.html
-from scrapy.http import HtmlResponse
+from _data import data_dir, decode
 
 #: Edit kinds applied to the second copy of a syndicated article (one kind per case).
 EDITS = (
@@ -45,19 +44,6 @@ _PROBE_EN = ["Quartz lanterns hover above the orchard every evening, villagers r
 _PROBE_ZH = ["据村民介绍，石英灯笼每天傍晚都会悬浮在果园上空，场面十分壮观。"] * 12
 _SOURCES_EN = ("The Daily Ledger", "Metro Wire", "Northside Herald", "Global Desk", "AP Partner")
 _SOURCES_ZH = ("新华网", "人民网", "中国新闻网", "澎湃新闻", "新浪新闻", "央视网")
-
-
-def data_dir() -> Path:
-    """The shared evaluation data directory (NEARDUPE_DATA overrides ``../shared/data``)."""
-    override = os.environ.get("NEARDUPE_DATA")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def decode(body: bytes, url: str) -> str:
-    """Page text as Scrapy decodes it when the server sends no charset."""
-    return HtmlResponse(url=url, body=body, headers={"Content-Type": "text/html"}).text
 
 
 @dataclass(frozen=True)

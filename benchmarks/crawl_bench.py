@@ -25,8 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from statistics import median
 
+from _data import data_dir
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("NEARDUPE_DATA", ROOT.parent / "shared" / "data"))
+DATA = data_dir()
 
 
 def load_pages(copies: int) -> dict[str, bytes]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import re
 import statistics
 import sys
@@ -26,9 +25,11 @@ from pathlib import Path
 
 import lxml.html
 from readability import Document
-from scrapy.http import HtmlResponse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import data_dir, decode
 
 from nearDupe.text import extract_main_text
 
@@ -37,20 +38,6 @@ Case = tuple[str, str, str, str]
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 _TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")
 _UTF8 = lxml.html.HTMLParser(encoding="utf-8")
-
-
-def data_dir() -> Path:
-    """The shared evaluation data directory."""
-    override = os.environ.get("NEARDUPE_DATA")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def decode(body: bytes, url: str) -> str:
-    """Page text as Scrapy decodes it when the server sends no charset."""
-    response = HtmlResponse(url=url, body=body, headers={"Content-Type": "text/html"})
-    return response.text
 
 
 def load_extraction_cases(root: Path | None = None) -> list[Case]:

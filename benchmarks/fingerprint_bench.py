@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
-
-def data_dir() -> Path:
-    """The shared data directory ($NEARDUPE_DATA overrides)."""
-    env = os.environ.get("NEARDUPE_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+from _data import data_dir
 
 
 def english_pages(root: Path) -> list[str]:
