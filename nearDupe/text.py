@@ -78,6 +78,56 @@ _RIVAL_MAX_LINKS = 0.25
 _CJK_SHARE = 0.3
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
+#: Template furniture around the article that readability keeps (see _trim_edges): lines at
+#: either edge of the extracted text that are mostly link text (up to _FURNITURE_LINK_CHARS),
+#: metadata (up to _FURNITURE_META_CHARS), legal notices (up to _FURNITURE_LEGAL_CHARS) or a
+#: few words without a sentence; at most _MAX_TRIM of the text goes.
+_MAX_TRIM = 0.6
+#: Elements inside the article named like furniture, holding at most this share of its text,
+#: are dropped.
+_FURNITURE_BLOCK_SHARE = 0.3
+_FURNITURE_CLASS = re.compile(
+    r"byline|dateline|author|timestamp|publish|comment|share|social|related|breadcrumb|"
+    r"(?:^|[\s_-])tags?(?:$|[\s_-])|tag-?list|newsletter|subscribe|recommend|copyright|"
+    r"disclaimer|(?:^|[\s_-])meta(?:$|[\s_-])",
+    re.I,
+)
+_FURNITURE_LINKS = 0.5
+_FURNITURE_LINK_CHARS = 200
+_FURNITURE_META_CHARS = 100
+_FURNITURE_LEGAL_CHARS = 200
+_META_LINE = re.compile(
+    r"^(?:by|posted|published|updated|last updated|written by|reporting by|editing by|"
+    r"photo|photos|image|source|tags?|topics?|filed under|share|share this|related|"
+    r"read more|see also|advertisement|follow us|subscribe)\b"
+    r"|^(?:作者|来源|發佈時間|发布时间|发表时间|发布日期|时间|日期|编辑|责任编辑|责编|摄影|图片|"
+    r"标签|关键词|关键字|分享到?|相关阅读|相关新闻|相关链接|阅读|浏览|点击|评论|上一篇|下一篇|"
+    r"字号|打印|关闭)\s*[:：\d]"
+    r"|\b(?:newsletter|sign up|subscribe|like this article|join our|click here)\b",
+    re.I,
+)
+_LEGAL_LINE = re.compile(
+    r"copyright|©|all rights reserved|版权|侵权|著作权|ICP|备案|许可证|举报|免责声明|"
+    r"未经.{0,6}(?:许可|授权)|不得转载",
+    re.I,
+)
+_DATE = re.compile(
+    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
+    r"(?:st|nd|rd|th)?,?\s+\d{4}"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
+    r"[a-z]*\.?,?\s+\d{4}"
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
+    re.I,
+)
+_DATE_WORDS = re.compile(
+    r"\b(?:updated|published|posted|last|on|at|est|edt|pst|pdt|gmt|utc|et|pt)\b", re.I
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_LETTER = re.compile(r"[^\W\d_]")
+_SENTENCE_END = re.compile(r"[.!?。！？…]")
+
 
 def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The main article text of a decoded HTML page, one text block per line ("" if none)."""
@@ -182,7 +232,9 @@ class _Readability(Document):
                 elem.drop_tree()
 
     def get_clean_html(self) -> str:
-        return _block_text(self.html, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+        _drop_furniture_blocks(self.html)
+        lines = _block_lines(self.html, _NON_TEXT_TAGS | {"h1"}, _NON_TEXT_CLASS)
+        return "\n".join(line for line, _ in _trim_edges(lines))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.
@@ -242,29 +294,122 @@ def _block_text(
     root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
 ) -> str:
     """Text of an element, a line per block, without the skipped tags and classes/ids."""
-    parts: list[str] = []
+    return "\n".join(line for line, _ in _block_lines(root, skip_tags, skip_class))
+
+
+def _block_lines(
+    root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
+) -> list[tuple[str, float]]:
+    """(text, share of it inside links) of each block of an element, in order, without the
+    skipped tags and classes/ids."""
+    parts: list[tuple[str, bool]] = []
+    links = 0  # depth inside <a> elements
     walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
     for event, elem in walker:
         tag = elem.tag
         if event == "start":
+            if tag == "a":
+                links += 1  # its "end" event comes even when its subtree is skipped
             if tag in skip_tags or skip_class.search(_class_id(elem)) is not None:
                 walker.skip_subtree()
                 continue
             if tag in _BLOCK_TAGS:
-                parts.append("\n")
+                parts.append(("\n", False))
             if elem.text:
-                parts.append(elem.text)
+                parts.append((elem.text, links > 0))
             continue
         if tag in _BLOCK_TAGS:
-            parts.append("\n")
+            parts.append(("\n", False))
+        if tag == "a":
+            links -= 1
         if elem.tail and elem is not root:
-            parts.append(elem.tail)
-    lines = (_SPACE.sub(" ", line).strip() for line in "".join(parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+            parts.append((elem.tail, links > 0))
+    lines: list[tuple[str, float]] = []
+    text: list[str] = []
+    linked = 0
+    for part, in_link in [*parts, ("\n", False)]:
+        pieces = part.split("\n")
+        for i, piece in enumerate(pieces):
+            if i:
+                line = _SPACE.sub(" ", "".join(text)).strip()
+                if line:
+                    lines.append((line, min(linked / _dense_length(line), 1.0)))
+                text, linked = [], 0
+            text.append(piece)
+            if in_link:
+                linked += _dense_length(piece)
+    return lines
+
+
+def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
+    """Drop the elements named like page furniture (bylines, share and tag bars, related
+    links, comments) inside the chosen article, unless one holds much of its text (then the
+    name is a site's quirk: a "post-author" or "has-comments" article)."""
+    total = _text_length(root)
+    found = [
+        e
+        for e in root.iterdescendants()
+        if isinstance(e.tag, str)
+        and (e.get("class") or e.get("id"))
+        and _FURNITURE_CLASS.search(_class_id(e)) is not None
+    ]
+    for elem in found:
+        if elem.getparent() is not None and _text_length(elem) <= _FURNITURE_BLOCK_SHARE * total:
+            elem.drop_tree()
+
+
+def _trim_edges(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The lines without the page furniture that templates put before and after an article
+    (bylines, dates, share and tag lines, link lists and teasers, copyright lines): never more
+    than _MAX_TRIM of the text, and never the last line."""
+    budget = _MAX_TRIM * sum(_cost(line) for line, _ in lines)
+    start, end = 0, len(lines)
+    while end - start > 1 and _is_furniture(*lines[start]) and _cost(lines[start][0]) <= budget:
+        budget -= _cost(lines[start][0])
+        start += 1
+    while end - start > 1 and _is_furniture(*lines[end - 1]):
+        cost = _cost(lines[end - 1][0])
+        if cost > budget:
+            break
+        budget -= cost
+        end -= 1
+    return lines[start:end]
+
+
+def _cost(line: str) -> int:
+    """What trimming a line takes from the budget: nothing for lines without a letter."""
+    return len(line) if _LETTER.search(line) is not None else 0
+
+
+def _is_furniture(line: str, link_share: float) -> bool:
+    """Whether a line at the edge of an article is a template's, not the article's."""
+    if link_share >= _FURNITURE_LINKS and len(line) <= _FURNITURE_LINK_CHARS:
+        return True
+    if _LETTER.search(line) is None:
+        return True  # page numbers, separators, bullets
+    if len(line) <= _FURNITURE_META_CHARS and (
+        _META_LINE.search(line) is not None or _is_date_line(line)
+    ):
+        return True
+    if len(line) <= _FURNITURE_LEGAL_CHARS and _LEGAL_LINE.search(line) is not None:
+        return True
+    # A name, a label, a calendar day: a few words and no sentence.
+    return _SENTENCE_END.search(line) is None and (
+        len(line) <= 6 if _is_cjk(line) else len(line) <= 25 and len(line.split()) <= 3
+    )
+
+
+def _is_date_line(line: str) -> bool:
+    rest = _DATE.sub(" ", line)
+    return rest != line and len(_WORD.findall(_DATE_WORDS.sub(" ", rest))) <= 3
 
 
 def _is_cjk(text: str) -> bool:
     return len(_CJK_CHAR.findall(text)) >= _CJK_SHARE * max(len(text), 1)
+
+
+def _dense_length(text: str) -> int:
+    return max(len(_SPACE.sub("", text)), 1)
 
 
 def _text_length(elem: lxml.html.HtmlElement) -> int:

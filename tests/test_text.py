@@ -250,3 +250,67 @@ def test_template_block_does_not_replace_short_article(template: str) -> None:
 def test_comment_thread_does_not_replace_short_article() -> None:
     text = extract_main_text(BLOG_TEMPLATE_ZH.format(title="降温", body=SHORT_ARTICLES_ZH[0]))
     assert "网友" not in text
+
+
+# The same article in two templates that wrap it in different furniture, inside the element
+# readability picks: a byline and date, a share bar, a tag list, teasers and a copyright line.
+_BODY_HTML = "".join(f"<p>{s}</p>" for s in ARTICLE)
+FURNITURE_PAGES = [
+    "<html><body><nav><a href='/'>Home</a></nav><div class='story'>"
+    "<h1>River park grows</h1><p>By Jane Doe</p><p>Nov. 20, 2019 5:52 AM EST</p>"
+    f"{_BODY_HTML}"
+    "<p>Tags: <a href='/t/parks'>parks</a>, <a href='/t/city'>city council</a></p>"
+    "<p>Copyright 2019 Example Media. All rights reserved.</p>"
+    "</div></body></html>",
+    "<html><body><div id='main'><h1>Council expands river park</h1>"
+    "<div class='article-meta'>Published 11:34 PM EST Nov 19, 2019 | Staff Reports</div>"
+    "<ul class='share-tools'><li><a href='#'>Facebook</a></li><li><a href='#'>Twitter</a></li>"
+    "</ul>"
+    f"{_BODY_HTML}"
+    "<p><a href='/other'>Mayor unveils budget plan for the coming fiscal year</a></p>"
+    "<p>Like this article? Sign up for our newsletter</p>"
+    "</div></body></html>",
+    "<html><body><article><header><span class='byline'>Staff</span></header>"
+    "<p>发布时间：2019-11-20 05:52 来源：示例日报</p>"
+    f"{_BODY_HTML}"
+    "<div class='related-links'><a href='/a'>Earlier: the park debate, explained</a></div>"
+    "<p>分享到：</p></article></body></html>",
+]
+
+
+def test_template_furniture_around_the_article_is_trimmed() -> None:
+    texts = [extract_main_text(page) for page in FURNITURE_PAGES]
+    for text in texts:
+        assert text.split("\n") == ARTICLE
+
+
+def test_trimming_keeps_a_text_of_short_lines() -> None:
+    # Nothing but short lines: a few of them go at most, never the whole text.
+    items = ["Milk", "Eggs", "Flour", "Sugar", "Butter", "Salt", "Lemons", "Vanilla"]
+    page = (
+        "<html><body><div class='recipe'><p>" + "</p><p>".join(items) + "</p>"
+        f"<p>{ARTICLE[0]}</p></div></body></html>"
+    )
+    text = extract_main_text(page)
+    assert ARTICLE[0] in text
+
+
+def test_article_named_like_furniture_is_kept() -> None:
+    # A class that matches the furniture names but holds the article: kept.
+    page = (
+        "<html><body><div class='post has-comments'>"
+        f"{_BODY_HTML}<div class='comment-count'>3 comments</div></div></body></html>"
+    )
+    text = extract_main_text(page)
+    assert text.split("\n") == ARTICLE
+
+
+def test_chinese_legal_notice_after_article_is_trimmed() -> None:
+    body = [f"{SENTENCE_ZH}第{i}段，记者从有关部门获悉。" for i in range(3)]
+    page = (
+        "<html><body><div class='content'>"
+        + "".join(f"<p>{p}</p>" for p in body)
+        + "<p>责任编辑：王明</p><p>本网站版权所有，未经书面许可不得转载。</p>"
+        "</div></body></html>"
+    )
+    assert extract_main_text(page).split("\n") == body
