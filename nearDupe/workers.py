@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -46,12 +47,20 @@ class WorkerPool:
         if self.workers <= 0:
             return ThreadPoolExecutor(1, thread_name_prefix="neardupe")
         # spawn: forking a process that runs a reactor and threads is unsafe.
-        return ProcessPoolExecutor(
+        executor = ProcessPoolExecutor(
             self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=warm_up,
             initargs=(self.features,),
         )
+        # The pool starts its processes on the first submits; starting one takes tens of ms,
+        # so make those submits from a helper thread rather than on the reactor's first pages.
+        threading.Thread(
+            target=lambda: [executor.submit(int) for _ in range(self.workers)],
+            name="neardupe-pool-start",
+            daemon=True,
+        ).start()
+        return executor
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """func(*args) in the pool; a broken pool (a worker died) is restarted and retried once."""
