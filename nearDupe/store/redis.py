@@ -99,6 +99,30 @@ local function halves(s, i)
   local a, b, c, d, e, f, g, h = byte(s, i, i + 7)
   return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
 end
+
+-- Every distinct fingerprint within k of fp in the buckets KEYS[first..]: {fp, hi, lo, d}.
+local function near(first, fp, k)
+  local qhi, qlo = halves(fp, 1)
+  local seen, out = {}, {}
+  for t = first, #KEYS do
+    local s = redis.call('GET', KEYS[t])
+    if s then
+      for i = 1, #s, 8 do
+        local hi, lo = halves(s, i)
+        local d = popcount(bxor(hi, qhi))
+        if d <= k then
+          d = d + popcount(bxor(lo, qlo))
+          local found = string.sub(s, i, i + 7)
+          if d <= k and not seen[found] then
+            seen[found] = true
+            out[#out + 1] = {found, hi, lo, d}
+          end
+        end
+      end
+    end
+  end
+  return out
+end
 """
 
 # KEYS: keys hash, counter, one bucket per table.  ARGV: fp (8 bytes), k, key, retried (0/1).
@@ -107,24 +131,14 @@ _LUA_CHECK_AND_ADD = (
     _LUA_COMMON
     + """
 local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local qhi, qlo = halves(fp, 1)
 local best, best_hi, best_lo, best_d = nil, 0, 0, 65
-for t = 3, #KEYS do
-  local s = redis.call('GET', KEYS[t])
-  if s then
-    for i = 1, #s, 8 do
-      local hi, lo = halves(s, i)
-      local d = popcount(bxor(hi, qhi))
-      if d <= k then
-        d = d + popcount(bxor(lo, qlo))
-        if d < best_d or (d == best_d and (hi < best_hi or (hi == best_hi and lo < best_lo))) then
-          best, best_hi, best_lo, best_d = string.sub(s, i, i + 7), hi, lo, d
-        end
-      end
-    end
+for _, m in ipairs(near(3, fp, k)) do
+  local hi, lo, d = m[2], m[3], m[4]
+  if d < best_d or (d == best_d and (hi < best_hi or (hi == best_hi and lo < best_lo))) then
+    best, best_hi, best_lo, best_d = m[1], hi, lo, d
   end
 end
-if best and best_d <= k then
+if best then
   local stored = redis.call('HGET', KEYS[1], best) or ''
   if not (best_d == 0 and retried == '1' and stored == key) then
     return {best, best_d, stored}
@@ -145,29 +159,11 @@ return nil
 _LUA_QUERY = (
     _LUA_COMMON
     + """
-local fp, k = ARGV[1], tonumber(ARGV[2])
-local qhi, qlo = halves(fp, 1)
-local seen, out = {}, {}
-for t = 2, #KEYS do
-  local s = redis.call('GET', KEYS[t])
-  if s then
-    for i = 1, #s, 8 do
-      local hi, lo = halves(s, i)
-      local d = popcount(bxor(hi, qhi))
-      if d <= k then
-        d = d + popcount(bxor(lo, qlo))
-        if d <= k then
-          local found = string.sub(s, i, i + 7)
-          if not seen[found] then
-            seen[found] = true
-            out[#out + 1] = found
-            out[#out + 1] = d
-            out[#out + 1] = redis.call('HGET', KEYS[1], found) or ''
-          end
-        end
-      end
-    end
-  end
+local out = {}
+for _, m in ipairs(near(2, ARGV[1], tonumber(ARGV[2]))) do
+  out[#out + 1] = m[1]
+  out[#out + 1] = m[4]
+  out[#out + 1] = redis.call('HGET', KEYS[1], m[1]) or ''
 end
 return out
 """
