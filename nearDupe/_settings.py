@@ -33,19 +33,19 @@ DEFAULTS: dict[str, object] = {
 
 @dataclass(frozen=True)
 class Config:
-    """nearDupe's settings, read and checked once."""
+    """nearDupe's settings, read and checked once (defaults: :data:`DEFAULTS`)."""
 
     index: str
-    index_name: str = "neardupe"
-    redis_cluster: bool = False
-    k: int = 6
-    design: str = "blocks-6-7"
-    min_text_length: int = 200
-    max_html_chars: int = 2_000_000
-    text_field: str | None = None
-    report: str | None = None
-    workers: int = 0
-    commit_interval: float = 1.0
+    index_name: str
+    redis_cluster: bool
+    k: int
+    design: str
+    min_text_length: int
+    max_html_chars: int
+    text_field: str | None
+    report: str | None
+    workers: int
+    commit_interval: float
     features: FeatureSettings = field(default_factory=FeatureSettings)
 
     @classmethod
