@@ -89,8 +89,8 @@ class Policy:
 
 def _cached_tokenize() -> None:
     """Tokenize each text once across the feature settings (same results, less time)."""
-    original = _features.tokenize
-    _features.tokenize = functools.lru_cache(maxsize=4)(original)  # type: ignore[assignment]
+    original = _features.tokenize_lines
+    _features.tokenize_lines = functools.lru_cache(maxsize=4)(original)  # type: ignore[assignment]
 
 
 def _analyze(html: str) -> tuple[str, list[int]]:

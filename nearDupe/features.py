@@ -1,4 +1,9 @@
-"""Text -> weighted features: Unicode words, jieba-segmented Chinese, TF-IDF weights."""
+"""Text -> weighted features: Unicode words, jieba-segmented Chinese, TF-IDF weights.
+
+Each occurrence of a word counts in proportion to the length of its line, up to
+``full_line`` words: extracted text keeps one block a line, and the short lines (bylines,
+counters, captions, menus, calendars) are where templates and syndication edits differ.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ class FeatureSettings:
     sublinear_tf: bool = False
     top_n: int | None = None
     digits: bool = False
+    #: Lines of fewer words weigh in proportion (0: every word counts 1).
+    full_line: int = 20
 
     def to_dict(self) -> dict[str, object]:
         """The settings as a plain dict (for headers and reports)."""
@@ -75,6 +82,11 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def tokenize_lines(text: str) -> list[list[str]]:
+    """:func:`tokenize` applied to each non-blank line."""
+    return [tokens for line in text.splitlines() if (tokens := tokenize(line))]
+
+
 def _idf(token: str) -> float:
     if _CJK_RUN.match(token):
         table, median = _chinese_idf()
@@ -87,21 +99,25 @@ def extract_features(
 ) -> tuple[list[str], np.ndarray]:
     """Return the distinct features of ``text`` and their weights (float64, all > 0)."""
     settings = settings or FeatureSettings()
-    tokens = tokenize(text)
-    if not settings.digits:
-        tokens = [t for t in tokens if not _DIGITS.fullmatch(t)]
-    if settings.kind == "shingles" and len(tokens) >= settings.shingle:
-        n = settings.shingle
-        grams = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-    else:
-        grams = tokens
-    counts = Counter(grams)
+    counts: Counter[str] = Counter()
+    shares: Counter[str] = Counter()
+    for line in tokenize_lines(text):
+        share = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
+        tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
+        if settings.kind == "shingles" and len(tokens) >= settings.shingle:
+            n = settings.shingle
+            tokens = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+        for token in tokens:
+            counts[token] += 1
+            shares[token] += share
     if not counts:
         return [], np.zeros(0, dtype=np.float64)
     features = list(counts)
     tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    mean_share = np.fromiter(shares.values(), dtype=np.float64, count=len(counts)) / tf
     if settings.sublinear_tf:
         tf = 1.0 + np.log(tf)
+    tf *= mean_share
     if settings.weighting == "tfidf":
         idf = np.fromiter(
             (_feature_idf(f, settings) for f in features), dtype=np.float64, count=len(features)

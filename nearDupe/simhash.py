@@ -10,7 +10,7 @@ from xxhash import xxh3_64_intdigest
 from nearDupe.features import FeatureSettings, extract_features
 
 #: Bumped whenever a change alters the fingerprint of some text; stored in index headers.
-ALGORITHM_VERSION = 2
+ALGORITHM_VERSION = 3
 
 #: Weights are rounded to this many units per 1.0 so the bit votes are summed exactly.
 _WEIGHT_SCALE = 1000

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.simhash import fingerprint, hamming
 
 
 def test_nfkc_and_casefold() -> None:
@@ -75,9 +76,10 @@ def test_tfidf_rare_words_weigh_more_and_tf_is_sublinear() -> None:
     assert w["zebra"] > w["the"]
     tf = FeatureSettings(weighting="tf", sublinear_tf=True)
     tf_only = dict(zip(*extract_features("a a a a b", tf), strict=True))
-    assert tf_only["a"] == pytest.approx(1 + np.log(4))
-    assert tf_only["b"] == pytest.approx(1.0)
-    raw = FeatureSettings(weighting="tf", sublinear_tf=False)
+    share = 5 / 20  # a line of 5 words weighs 5/20 (full_line=20)
+    assert tf_only["a"] == pytest.approx((1 + np.log(4)) * share)
+    assert tf_only["b"] == pytest.approx(share)
+    raw = FeatureSettings(weighting="tf", sublinear_tf=False, full_line=0)
     assert dict(zip(*extract_features("a a a b", raw), strict=True)) == {"a": 3.0, "b": 1.0}
 
 
@@ -110,4 +112,32 @@ def test_settings_to_dict() -> None:
         "sublinear_tf": False,
         "top_n": None,
         "digits": False,
+        "full_line": 20,
     }
+
+
+def test_short_lines_weigh_in_proportion() -> None:
+    body = " ".join(f"word{i}" for i in range(30))
+    text = f"{body}\nmenu home\nmenu"
+    weight = dict(zip(*extract_features(text, FeatureSettings(weighting="tf")), strict=True))
+    assert weight["word1"] == 1.0
+    assert weight["home"] == pytest.approx(2 / 20)
+    assert weight["menu"] == pytest.approx(2 / 20 + 1 / 20)
+    flat = FeatureSettings(weighting="tf", full_line=0)
+    assert dict(zip(*extract_features(text, flat), strict=True))["home"] == 1.0
+    # One line, or lines all shorter than full_line by the same factor: scale only.
+    assert fingerprint("alpha beta gamma") == fingerprint(
+        "alpha beta gamma", FeatureSettings(full_line=0)
+    )
+
+
+def test_template_lines_move_fewer_bits() -> None:
+    body = (
+        "Independent experts said the results of the recycling trial were promising but cautioned "
+        "that scaling the technology to industrial levels would take years of further testing.\n"
+    ) * 3
+    a = body + "Home\nWorld\nSport\nContact us\n"
+    b = body + "Weather\nCareers\nAdvertise\nPrivacy policy\n"
+    weighted = hamming(fingerprint(a), fingerprint(b))
+    flat = FeatureSettings(full_line=0)
+    assert weighted < hamming(fingerprint(a, flat), fingerprint(b, flat))

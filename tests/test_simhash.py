@@ -15,6 +15,12 @@ EN = (
     "children watch from the old stone bridge and the afternoon sun sinks behind the hills."
 )
 ZH = "今天天气很好，我们一起去公园散步，看到了很多美丽的花朵和在湖边嬉戏的孩子们。"
+#: Lines of different lengths: short lines weigh less (FeatureSettings.full_line).
+LINES = (
+    "Home | World | Sport\nThe quick brown fox jumps over the lazy dog near the riverbank, while "
+    "a group of children watch from the old stone bridge.\n12,345 views\n"
+    "今天天气很好，我们一起去公园散步。"
+)
 MIX = "Python 是一种广泛使用的编程语言，由 Guido van Rossum 创建，第一版发布于 1991 年。"
 
 LONG = (
@@ -28,11 +34,16 @@ LONG = (
 )
 
 #: Fingerprints under ALGORITHM_VERSION == PINNED_VERSION (default FeatureSettings).
-PINNED_VERSION = 2
-PINNED = {EN: "859b82931cc2bb97", ZH: "3d3dce4c02b37c20", MIX: "f4b34e29107b120a"}
+PINNED_VERSION = 3
+PINNED = {
+    EN: "859b82931cc2bb97",
+    ZH: "3d3dce4c02b37c20",
+    MIX: "f4b34e29107b120a",
+    LINES: "871c829218e2ffd3",
+}
 
 
-@pytest.mark.parametrize("text", list(PINNED), ids=["english", "chinese", "mixed"])
+@pytest.mark.parametrize("text", list(PINNED), ids=["english", "chinese", "mixed", "lines"])
 def test_pinned_fingerprints(text: str) -> None:
     assert ALGORITHM_VERSION == PINNED_VERSION, "ALGORITHM_VERSION changed: re-pin PINNED"
     got = to_hex(fingerprint(text))
