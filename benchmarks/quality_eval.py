@@ -44,7 +44,7 @@ import nearDupe.features as _features
 from nearDupe._settings import DEFAULTS
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, normalize
-from nearDupe.simhash import fingerprint
+from nearDupe.simhash import fingerprint, fingerprint_and_signature
 from nearDupe.text import extract_main_text
 
 #: Feature settings compared (name -> settings); the first is the current default.
@@ -63,8 +63,11 @@ SETTINGS: dict[str, FeatureSettings] = {
 CURRENT = "words tfidf (current)"
 #: What this evaluation recommends (see docs/quality.md): now the default.
 RECOMMENDED = CURRENT
-#: The plugin's default k; the k sweeps cover 0..8.
+#: The plugin's default k and confirmation distance; the k sweeps cover 0..10.
 K = int(DEFAULTS["NEARDUPE_K"])  # type: ignore[call-overload]
+CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
+#: confirm_k that accepts every candidate (no confirmation).
+NO_CONFIRM = 64
 CURRENT_MIN_LENGTH = 200
 
 
@@ -93,9 +96,16 @@ def _cached_tokenize() -> None:
     _features.tokenize_lines = functools.lru_cache(maxsize=4)(original)  # type: ignore[assignment]
 
 
-def _analyze(html: str) -> tuple[str, list[int]]:
+def _analyze(html: str) -> tuple[str, list[int], int]:
     text = extract_main_text(html)
-    return text, [fingerprint(text, s) for s in SETTINGS.values()]
+    fps = [fingerprint(text, s) for s in SETTINGS.values()]
+    return text, fps, _signature(text)
+
+
+def _signature(text: str) -> int:
+    """The confirmation signature under the current settings (0 for a text with no words)."""
+    result = fingerprint_and_signature(text, SETTINGS[CURRENT])
+    return 0 if result is None else result[1]
 
 
 def _fingerprints(text: str) -> list[int]:
@@ -155,10 +165,13 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
 class Evaluation:
     """Pages analysed once; pairs scored under any feature setting, k and policy."""
 
-    def __init__(self, cases: CaseSet, texts: list[str], fps: np.ndarray) -> None:
+    def __init__(
+        self, cases: CaseSet, texts: list[str], fps: np.ndarray, sigs: np.ndarray
+    ) -> None:
         self.cases = cases
         self.texts = texts
         self.fps = fps  # (pages, settings) uint64
+        self.sigs = sigs  # (pages,) confirmation signatures under the current settings
         self.lang = np.array([p.lang for p in cases.pages])
         self.exact = {
             d: np.array([exact_fingerprint(t, digits=d) for t in texts], dtype=np.uint64)
@@ -180,23 +193,34 @@ class Evaluation:
             self._lengths[policy.measure] = np.array([policy.length(t) for t in self.texts])
         return self._lengths[policy.measure]
 
-    def judged(self, which: str, setting: int, k: int, policy: Policy) -> np.ndarray:
-        """Duplicate decisions for the positive ("pos") or negative ("neg") pairs."""
+    def judged(
+        self, which: str, setting: int, k: int, policy: Policy, confirm_k: int = CONFIRM_K
+    ) -> np.ndarray:
+        """Duplicate decisions for the positive ("pos") or negative ("neg") pairs.
+
+        Signatures confirm matches of the current settings (setting 0) only.
+        """
         pairs = self.pairs[which]
         a, b = pairs[:, 0], pairs[:, 1]
         dist = hamming(self.fps[a, setting], self.fps[b, setting])
         lens = self.lengths(policy)
         exact = self.exact[policy.digits]
-        return pair_matches(dist, (lens[a], lens[b]), exact[a] == exact[b], k, policy)
+        result = pair_matches(dist, (lens[a], lens[b]), exact[a] == exact[b], k, policy)
+        if setting == 0 and confirm_k < NO_CONFIRM:
+            result &= hamming(self.sigs[a], self.sigs[b]) <= confirm_k
+        return result
 
     def distances(self, which: str, setting: int) -> np.ndarray:
         """Hamming distances of the pairs."""
         pairs = self.pairs[which]
         return hamming(self.fps[pairs[:, 0], setting], self.fps[pairs[:, 1], setting])
 
-    def table(self, setting: int, k: int, policy: Policy) -> dict[str, tuple]:
+    def table(
+        self, setting: int, k: int, policy: Policy, confirm_k: int = CONFIRM_K
+    ) -> dict[str, tuple]:
         """Per language: (P, R, F1, TP, FP, FN)."""
-        pos, neg = self.judged("pos", setting, k, policy), self.judged("neg", setting, k, policy)
+        pos = self.judged("pos", setting, k, policy, confirm_k)
+        neg = self.judged("neg", setting, k, policy, confirm_k)
         pos_lang, neg_lang = self.lang[self.pairs["pos"][:, 0]], self.lang[self.pairs["neg"][:, 0]]
         out = {}
         for lang in ("en", "zh"):
@@ -206,7 +230,9 @@ class Evaluation:
             out[lang] = (*prf(tp, fp, fn), tp, fp, fn)
         return out
 
-    def all_pair_false_matches(self, setting: int, k: int, policy: Policy) -> dict[str, tuple]:
+    def all_pair_false_matches(
+        self, setting: int, k: int, policy: Policy, confirm_k: int = CONFIRM_K
+    ) -> dict[str, tuple]:
         """Per language: (pairs of pages of different articles judged duplicates, all pairs)."""
         out = {}
         lens = self.lengths(policy)
@@ -222,6 +248,9 @@ class Evaluation:
                 match = pair_matches(
                     dist, (np.full(len(dist), ln[i]), ln[other]), ex[other] == ex[i], k, policy
                 )
+                if setting == 0 and confirm_k < NO_CONFIRM:
+                    sigs = self.sigs[idx]
+                    match &= hamming(np.full(len(dist), sigs[i]), sigs[other]) <= confirm_k
                 bad += int((match & diff).sum())
                 total += int(diff.sum())
             out[lang] = (bad, total)
@@ -252,13 +281,19 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
     names = list(SETTINGS)
     out.append(f"\n## Feature settings at k={K} ({policy.name})\n")
     out.append(
+        f"The current settings' row is confirmed by the word-pair signature (confirm_k="
+        f"{CONFIRM_K}); the next row is the same without it; the others are not confirmed.\n"
+    )
+    out.append(
         "| features | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
         "| false matches among all different-article pairs EN / ZH |"
     )
     out.append("|---|---|---|---|---|---|---|---|---|---|")
-    for i, name in enumerate(names):
-        t = ev.table(i, K, policy)
-        allp = ev.all_pair_false_matches(i, K, policy)
+    rows = [(0, f"{CURRENT}, confirmed", CONFIRM_K), (0, f"{CURRENT}, not confirmed", NO_CONFIRM)]
+    rows += [(i, name, NO_CONFIRM) for i, name in enumerate(names) if i]
+    for i, name, confirm_k in rows:
+        t = ev.table(i, K, policy, confirm_k)
+        allp = ev.all_pair_false_matches(i, K, policy, confirm_k)
         en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
         out.append(
             f"| {name} | "
@@ -269,13 +304,25 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
         )
     for name in dict.fromkeys((CURRENT, RECOMMENDED)):
         i = names.index(name)
-        out.append(f"\n### k sweep: {name} ({policy.name})\n")
-        out.append("| k | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP |")
-        out.append("|---|---|---|---|---|---|---|---|---|")
-        for k in range(9):
-            t = ev.table(i, k, policy)
-            en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
-            out.append(f"| {k} | " + " | ".join(en) + " | " + " | ".join(zh) + " |")
+        for confirm_k in (CONFIRM_K, NO_CONFIRM):
+            how = f"confirm_k={confirm_k}" if confirm_k < NO_CONFIRM else "no confirmation"
+            out.append(f"\n### k sweep: {name}, {how} ({policy.name})\n")
+            out.append(
+                "| k | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
+                "| all-pair false matches EN / ZH |"
+            )
+            out.append("|---|---|---|---|---|---|---|---|---|---|")
+            for k in range(11):
+                t = ev.table(i, k, policy, confirm_k)
+                allp = ev.all_pair_false_matches(i, k, policy, confirm_k)
+                en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
+                out.append(
+                    f"| {k} | "
+                    + " | ".join(en)
+                    + " | "
+                    + " | ".join(zh)
+                    + f" | {allp['en'][0]} / {allp['zh'][0]} |"
+                )
         out.append(f"\n### Recall per edit kind at k={K}: {name} ({policy.name})\n")
         out.append("| edit | EN recall | EN pairs | ZH recall | ZH pairs | median d EN / ZH |")
         out.append("|---|---|---|---|---|---|")
@@ -371,21 +418,24 @@ def report_short(
         f"\n### Look-alike texts of growing length: m PAWS-X pairs joined ({RECOMMENDED})\n"
     )
     out.append(
-        "| m | median chars | texts | within k=8 | within k=6 | within k=3 | within k=1 "
-        "| within k=0 |"
+        f"| m | median chars | texts | within k={K} and signatures within {CONFIRM_K} "
+        "| within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
     )
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for m in (1, 2, 3, 5, 8, 12):
         groups = [paws[i : i + m] for i in range(0, len(paws) - m + 1, m)]
         a_texts = ["\n".join(g[0] for g in grp) for grp in groups]
         b_texts = ["\n".join(g[1] for g in grp) for grp in groups]
         fa = np.array(run_pool(_fp_one, a_texts, workers), dtype=np.uint64)
         fb = np.array(run_pool(_fp_one, b_texts, workers), dtype=np.uint64)
+        sa = np.array(run_pool(_signature, a_texts, workers), dtype=np.uint64)
+        sb = np.array(run_pool(_signature, b_texts, workers), dtype=np.uint64)
         d = hamming(fa, fb)
+        confirmed = (d <= K) & (hamming(sa, sb) <= CONFIRM_K)
         med = np.median([len(t) for t in a_texts])
         out.append(
-            f"| {m} | {med:.0f} | {len(d)} | {(d <= 8).sum()} | {(d <= 6).sum()} "
-            f"| {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |"
+            f"| {m} | {med:.0f} | {len(d)} | {confirmed.sum()} | {(d <= 8).sum()} "
+            f"| {(d <= 6).sum()} | {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |"
         )
     rng = random.Random(7)
     articles = load_articles(root)
@@ -458,8 +508,9 @@ def main() -> None:
     results = run_pool(_analyze, [p.html for p in cases.pages], args.workers)
     texts = [r[0] for r in results]
     fps = np.array([r[1] for r in results], dtype=np.uint64)
+    sigs = np.array([r[2] for r in results], dtype=np.uint64)
     analysed = time.perf_counter()
-    ev = Evaluation(cases, texts, fps)
+    ev = Evaluation(cases, texts, fps, sigs)
     out: list[str] = []
     langs = Counter(p.lang for p in cases.pages)
     out.append(

@@ -20,7 +20,8 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
-    "NEARDUPE_K": 6,  # from the figures: see README "How well it works"
+    "NEARDUPE_K": 8,  # from the figures: see README "How well it works"
+    "NEARDUPE_CONFIRM_K": 14,  # word-pair signature distance a match within k must also have
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
@@ -39,6 +40,7 @@ class Config:
     index_name: str
     redis_cluster: bool
     k: int
+    confirm_k: int
     design: str
     min_text_length: int
     max_html_chars: int
@@ -67,12 +69,16 @@ class Config:
             raise ValueError(
                 f"NEARDUPE_K={k} must be within 0..{design.k} for design {design.name}"
             )
+        confirm_k = settings.getint("NEARDUPE_CONFIRM_K", DEFAULTS["NEARDUPE_CONFIRM_K"])
+        if not 0 <= confirm_k <= 64:
+            raise ValueError(f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..64 (64: off)")
         workers = get("NEARDUPE_WORKERS")
         return cls(
             index=get("NEARDUPE_INDEX") or data_path("neardupe"),
             index_name=get("NEARDUPE_INDEX_NAME") or "neardupe",
             redis_cluster=settings.getbool("NEARDUPE_REDIS_CLUSTER", False),
             k=k,
+            confirm_k=confirm_k,
             design=design.name,
             min_text_length=settings.getint(
                 "NEARDUPE_MIN_TEXT_LENGTH", DEFAULTS["NEARDUPE_MIN_TEXT_LENGTH"]
@@ -91,7 +97,7 @@ class Config:
     @property
     def header(self) -> IndexHeader:
         """The index header these settings require."""
-        return IndexHeader.for_settings(self.design, self.k, self.features)
+        return IndexHeader.for_settings(self.design, self.k, self.features, self.confirm_k)
 
     @property
     def is_redis(self) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.features import FeatureSettings, tokenize
 from nearDupe.shorttext import exact_fingerprint, is_short, normalize
-from nearDupe.simhash import simhash
+from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -26,6 +26,8 @@ class Analysis:
     fingerprint: int | None
     language: str
     skip_reason: str | None = None
+    #: Confirmation signature: a match within k must also agree on it (see simhash.py).
+    signature: int | None = None
 
     @property
     def text_length(self) -> int:
@@ -56,12 +58,14 @@ def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analy
     if len(normalize(text)) < TINY_TEXT:
         return Analysis(text, None, language, "tiny-text")
     if is_short(text, min_length):
-        return Analysis(text, exact_fingerprint(text), language)
-    words, weights = extract_features(text, features)
-    if not words:
+        exact = exact_fingerprint(text)
+        return Analysis(text, exact, language, signature=exact)
+    fingerprints = fingerprint_and_signature(text, features)
+    if fingerprints is None:
         # Only punctuation, symbols or digits: every such page would hash to 0 and match.
         return Analysis(text, None, language, "no-words")
-    return Analysis(text, simhash(words, weights), language)
+    fp, signature = fingerprints
+    return Analysis(text, fp, language, signature=signature)
 
 
 def analyze_html(

@@ -98,10 +98,17 @@ def extract_features(
     text: str, settings: FeatureSettings | None = None
 ) -> tuple[list[str], np.ndarray]:
     """Return the distinct features of ``text`` and their weights (float64, all > 0)."""
+    return line_features(tokenize_lines(text), settings)
+
+
+def line_features(
+    lines: list[list[str]], settings: FeatureSettings | None = None
+) -> tuple[list[str], np.ndarray]:
+    """:func:`extract_features` of text already split by :func:`tokenize_lines`."""
     settings = settings or FeatureSettings()
     counts: Counter[str] = Counter()
     shares: Counter[str] = Counter()
-    for line in tokenize_lines(text):
+    for line in lines:
         share = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
         tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
         if settings.kind == "shingles" and len(tokens) >= settings.shingle:

@@ -51,7 +51,7 @@ class NearDupePipeline:
         self.report: ReportWriter | None = None
         self._decided: OrderedDict[tuple[str, int], Decision] = OrderedDict()
         self._deciding: dict[tuple[str, int], list[Deferred[Decision]]] = {}
-        self._backlog: deque[tuple[int, str]] = deque(maxlen=_BACKLOG_LIMIT)
+        self._backlog: deque[tuple[int, str, int | None]] = deque(maxlen=_BACKLOG_LIMIT)
         self._down_until = 0.0
 
     @classmethod
@@ -131,7 +131,7 @@ class NearDupePipeline:
             return Decision(url, "skipped", reason="no-page")
         if analysis.skip_reason or analysis.fingerprint is None:
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-        return await self._page_decision(url, analysis.fingerprint)
+        return await self._page_decision(url, analysis.fingerprint, analysis.signature)
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None
@@ -151,7 +151,7 @@ class NearDupePipeline:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
             return Analysis("", None, "unknown", "analysis-error")
 
-    async def _page_decision(self, url: str, fp: int) -> Decision:
+    async def _page_decision(self, url: str, fp: int, signature: int | None) -> Decision:
         page = (url, fp)
         if page in self._decided:
             self._decided.move_to_end(page)
@@ -162,7 +162,7 @@ class NearDupePipeline:
             return await maybe_deferred_to_future(waiter)
         self._deciding[page] = []
         try:
-            decision = await self._check(url, fp)
+            decision = await self._check(url, fp, signature)
         finally:
             waiters = self._deciding.pop(page)
         self._decided[page] = decision
@@ -172,12 +172,12 @@ class NearDupePipeline:
             waiter.callback(decision)
         return decision
 
-    async def _check(self, url: str, fp: int) -> Decision:
+    async def _check(self, url: str, fp: int, signature: int | None) -> Decision:
         assert self.store is not None, "open_spider opens the store"
         if time.monotonic() < self._down_until:
-            return self._keep_unchecked(url, fp)
+            return self._keep_unchecked(url, fp, signature)
         try:
-            match = await self.store.check_and_add(fp, url)
+            match = await self.store.check_and_add(fp, url, signature)
         except Exception as exc:
             logger.error(
                 "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
@@ -187,7 +187,7 @@ class NearDupePipeline:
                 _RETRY_AFTER,
             )
             self._down_until = time.monotonic() + _RETRY_AFTER
-            return self._keep_unchecked(url, fp)
+            return self._keep_unchecked(url, fp, signature)
         if self._backlog:
             await self._replay_backlog()
         if match is None:
@@ -195,8 +195,8 @@ class NearDupePipeline:
             return Decision(url, "kept", fp)
         return Decision(url, "dropped", fp, match.key, match.distance)
 
-    def _keep_unchecked(self, url: str, fp: int) -> Decision:
-        self._backlog.append((fp, url))
+    def _keep_unchecked(self, url: str, fp: int, signature: int | None) -> Decision:
+        self._backlog.append((fp, url, signature))
         self.stats.inc_value("neardupe/index_errors")
         return Decision(url, "kept", fp, reason="index-unavailable")
 
@@ -206,9 +206,9 @@ class NearDupePipeline:
         deadline = time.monotonic() + patience
         delay = 0.25
         while self._backlog:
-            fp, url = self._backlog[0]
+            fp, url, signature = self._backlog[0]
             try:
-                match = await self.store.check_and_add(fp, url)
+                match = await self.store.check_and_add(fp, url, signature)
             except Exception:
                 if time.monotonic() + delay > deadline:
                     return
@@ -231,7 +231,7 @@ class NearDupePipeline:
         try:
             self._pending_path.parent.mkdir(parents=True, exist_ok=True)
             with self._pending_path.open("w", encoding="utf-8", errors="backslashreplace") as f:
-                f.writelines(json.dumps([fp, url]) + "\n" for fp, url in self._backlog)
+                f.writelines(json.dumps(list(page)) + "\n" for page in self._backlog)
         except OSError as exc:
             logger.error(
                 "nearDupe: %d fingerprints of kept pages could not be saved to %s (%s); "
@@ -252,7 +252,10 @@ class NearDupePipeline:
     def _load_backlog(self) -> None:
         if self._pending_path.exists():
             with self._pending_path.open(encoding="utf-8") as f:
-                self._backlog.extend(tuple(json.loads(line)) for line in f if line.strip())
+                for line in f:
+                    if line.strip():
+                        fp, url, *signature = json.loads(line)  # no signature: older files
+                        self._backlog.append((fp, url, signature[0] if signature else None))
             self._pending_path.unlink()
             logger.info(
                 "nearDupe: %d fingerprints from an earlier crawl wait to be recorded",

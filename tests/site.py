@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 
 from spiders.demosite.content import ARTICLES_DIR, load_article
@@ -60,6 +61,11 @@ def build_site() -> tuple[dict[str, Page], dict[str, list[str]]]:
     add("/metro/a.html", TEMPLATES[1].render("Bridge reopens", story_a, 9876, "May 2"), "A")
     edited = [*story_a[:-1], story_a[-1] + " Originally published by the Daily Ledger."]
     add("/courier/a.html", TEMPLATES[2].render("Bridge reopens", edited, 3, "today"), "A")
+    # Story A's very words, each paragraph's in another order: the words' fingerprint is the
+    # same, the word-pair signature is not, so it is a different page and must be kept.
+    rng = random.Random(3)
+    reordered = [" ".join(rng.sample(p.split(), len(p.split()))) for p in story_a]
+    add("/courier/a-words.html", TEMPLATES[2].render("Bridge", reordered, 4, "x"), "A-words")
     story_zh = article("metro-line", "zh")
     add("/ledger/zh.html", TEMPLATES[0].render("地铁新线开通", story_zh, 5, "2024-05-01"), "ZH")
     add(

@@ -63,7 +63,7 @@ def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
     stats = json.loads(proc.stdout)
     kept = result.stats["neardupe/kept"]
     assert stats["pages"] == kept == result.stats["neardupe/index_size"]
-    assert stats["header"]["design"] == "blocks-6-7" and stats["header"]["k"] == 6
+    assert stats["header"]["design"] == "blocks-8-9" and stats["header"]["k"] == 8
     assert stats["memory_bytes"] > 0 and stats["disk_bytes"] > 0
     assert sum(stats["nearest_distance"].values()) == kept
     # Kept pages are never within k of each other.
@@ -78,7 +78,7 @@ def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
 
     text = neardupe(tmp, "stats").stdout
     assert f"pages         {kept}" in text
-    assert "blocks-6-7 (k=6, 7 tables" in text and "nearest other stored page" in text
+    assert "blocks-8-9 (k=8, 9 tables" in text and "nearest other stored page" in text
 
 
 def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult]) -> None:

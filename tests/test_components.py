@@ -34,19 +34,22 @@ def test_addon_enables_every_component_once() -> None:
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
-    assert (config.k, config.design) == (DEFAULTS["NEARDUPE_K"], "blocks-6-7")
+    assert (config.k, config.design) == (DEFAULTS["NEARDUPE_K"], "blocks-8-9")
+    assert config.header.confirm_k == config.confirm_k == DEFAULTS["NEARDUPE_CONFIRM_K"]
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
-    assert redis.is_redis and redis.header.design == "blocks-6-8", "fewer candidates for Lua"
+    assert redis.is_redis and redis.header.design == "blocks-8-10", "fewer candidates for Lua"
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:
     with pytest.raises(NotConfigured):
         Config.from_settings(Settings({"NEARDUPE_ENABLED": "False"}))
-    with pytest.raises(ValueError, match=r"NEARDUPE_K=6 must be within 0\.\.3"):
+    with pytest.raises(ValueError, match=r"NEARDUPE_K=8 must be within 0\.\.3"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table"}))
+    with pytest.raises(ValueError, match=r"NEARDUPE_CONFIRM_K=65 must be within 0\.\.64"):
+        Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "65"}))
     with pytest.raises(ValueError, match="unknown index design"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "5-table"}))
 

@@ -20,9 +20,10 @@ from _quality_cases import (
     render,
 )
 
+from nearDupe._settings import DEFAULTS
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, is_short, normalize
-from nearDupe.simhash import fingerprint, hamming
+from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming
 from nearDupe.text import extract_main_text
 
 DATA = data_dir()
@@ -36,23 +37,31 @@ def articles():
     return {a.id: a for a in load_articles(DATA)}
 
 
-def _page_fp(slot, article, edit: str, seed: int) -> int:
+CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
+DEFAULT_K = int(DEFAULTS["NEARDUPE_K"])  # type: ignore[call-overload]
+
+
+def _page_fp(slot, article, edit: str, seed: int) -> tuple[int, int]:
     parts = edit_body(article, edit, random.Random(seed), ["An unrelated sentence was added."])
     text = extract_main_text(render(slot[1], slot[2], parts))
-    return fingerprint(text, FeatureSettings())
+    result = fingerprint_and_signature(text, FeatureSettings())
+    assert result is not None
+    return result
 
 
 def test_syndicated_copy_in_another_real_template_is_within_k(articles) -> None:
-    """The same article in two other sites' real pages, with a view counter, stays within k."""
+    """The same article in two other sites' real pages, edited (counter, timestamp, source
+    line, typo, a sentence added or dropped, headline), stays within k and confirm_k."""
     templates = [t for t in load_templates(DATA) if t.lang == "en"][:8]
     slots = list(_prepare(templates))
     used = {t.id for t in templates}
     article = next(
         a for a in articles.values() if a.lang == "en" and a.id not in used and len(a.text) > 2000
     )
-    first = _page_fp(slots[0], article, "none", 1)
-    copy = _page_fp(slots[1], article, "counter", 2)
-    assert hamming(first, copy) <= K
+    first, first_signature = _page_fp(slots[0], article, "none", 1)
+    copy, copy_signature = _page_fp(slots[1], article, "combined", 2)
+    assert hamming(first, copy) <= DEFAULT_K
+    assert hamming(first_signature, copy_signature) <= CONFIRM_K
 
 
 def test_different_same_topic_thucnews_articles_are_not_within_k(articles) -> None:
@@ -78,3 +87,21 @@ def test_short_text_exact_hash_ignores_case_width_space_and_punctuation() -> Non
     assert exact_fingerprint(a) == exact_fingerprint("hello world 你好 世界 2024")
     assert exact_fingerprint(a) != exact_fingerprint("hello world 你好 世界 2025")
     assert exact_fingerprint(a) != exact_fingerprint("hello word 你好 世界 2024")
+
+
+def test_signature_tells_most_look_alike_texts_apart() -> None:
+    """Five PAWS-X sentences joined (same words, other order or roles: ~210 characters, past
+    the short-text policy) come within the default k by their words; the word-pair signature
+    tells most of them apart."""
+    pairs = [(a, b) for a, b, _ in load_pawsx(DATA) if normalize(a) != normalize(b)]
+    close = confirmed = 0
+    for i in range(0, len(pairs) - 4, 5):
+        group = pairs[i : i + 5]
+        a = fingerprint_and_signature("\n".join(p[0] for p in group))
+        b = fingerprint_and_signature("\n".join(p[1] for p in group))
+        assert a is not None and b is not None
+        if hamming(a[0], b[0]) <= DEFAULT_K:
+            close += 1
+            confirmed += hamming(a[1], b[1]) <= CONFIRM_K
+    assert close >= 10, "PAWS-X stops being a stress test for k"
+    assert confirmed * 4 <= close, (confirmed, close)

@@ -198,3 +198,63 @@ def test_header_mismatch_is_refused(backend: Backend) -> None:
         await store.close()
 
     run(body)
+
+
+def test_signature_confirms_candidates(backend: Backend) -> None:
+    """A page within k is a match only if its signature is within confirm_k too."""
+
+    async def body() -> None:
+        store = backend.open(IndexHeader(confirm_k=4))
+        original, sig = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210
+        assert await store.check_and_add(original, "a", sig) is None
+        near = flip(original, 5, 40)
+        # Same words, another order: fingerprint within k, signature 5 bits away: kept.
+        assert await store.check_and_add(near, "b", flip(sig, 1, 2, 3, 4, 5)) is None
+        copy_of_a = flip(original, 7)
+        assert await store.check_and_add(copy_of_a, "c", flip(sig, 60)) == Match("a", original, 1)
+        copy_of_b = flip(near, 9)
+        assert await store.check_and_add(copy_of_b, "d", flip(sig, 1, 2, 3, 4, 5, 6)) == Match(
+            "b", near, 1
+        )
+        # No signature on either side: the fingerprint alone decides (the nearest).
+        assert await store.check_and_add(flip(near, 11), "e") == Match("b", near, 1)
+        assert await store.count() == 2
+        assert [m.key for m in await store.query(original, 3)] == ["a", "b"]
+        assert await store.query(original, 3, flip(sig, 62)) == [Match("a", original, 0)]
+        assert await store.query(original, 3, ~sig & (2**64 - 1)) == []
+        await store.close()
+        reopened = backend.open(IndexHeader(confirm_k=4))
+        assert await reopened.check_and_add(copy_of_b, "f", flip(sig, 1, 2, 3, 4)) == Match(
+            "b", near, 1
+        )
+        await reopened.close()
+
+    run(body)
+
+
+def test_confirmed_matches_against_brute_force(backend: Backend) -> None:
+    async def body() -> None:
+        rng = random.Random(11)
+        store = backend.open(IndexHeader(confirm_k=6))
+        stored: dict[int, list[tuple[str, int]]] = {}  # fp -> its pages, oldest first
+        for i in range(400):
+            fp, sig = rng.getrandbits(64), rng.getrandbits(64)
+            if rng.random() < 0.5 and stored:
+                base = rng.choice(list(stored))
+                fp = flip(base, *rng.sample(range(64), rng.randint(0, 3)))
+                sig = flip(stored[base][0][1], *rng.sample(range(64), rng.randint(4, 8)))
+            key = f"https://example.com/{i}"
+            candidates = brute_force({f: p[0][0] for f, p in stored.items()}, fp, 3)
+            expected = [
+                Match(key, m.fingerprint, m.distance)
+                for m in candidates
+                for key, other in stored[m.fingerprint]
+                if (other ^ sig).bit_count() <= 6
+            ]
+            got = await store.check_and_add(fp, key, sig)
+            assert got == (expected[0] if expected else None)
+            if got is None:
+                stored.setdefault(fp, []).append((key, sig))
+        await store.close()
+
+    run(body)

@@ -60,8 +60,8 @@ def test_key_layout_one_hash_tag_packed_records(server: RedisServer) -> None:
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="crawl-a")
         fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345]
-        for i, fp in enumerate(fps):
-            assert await store.check_and_add(fp, f"https://x/{i}") is None
+        assert await store.check_and_add(fps[0], "https://x/0") is None
+        assert await store.check_and_add(fps[1], "https://x/1", signature=0xABC) is None
         client = store.client
         keys = sorted([k.decode() async for k in client.scan_iter(match="*")])
         assert all(k.startswith("{crawl-a}:") for k in keys)
@@ -77,7 +77,11 @@ def test_key_layout_one_hash_tag_packed_records(server: RedisServer) -> None:
             for key in store.bucket_keys(fp):
                 assert await client.type(key) == b"string"
                 assert fp.to_bytes(8, "big") in await client.get(key)
-        assert await client.hget("{crawl-a}:keys", fps[0].to_bytes(8, "big")) == b"https://x/0"
+        records = [await client.hget("{crawl-a}:keys", fp.to_bytes(8, "big")) for fp in fps]
+        assert records == [
+            bytes(9) + b"\0\0\0\x0bhttps://x/0",
+            b"\x01" + (0xABC).to_bytes(8, "big") + b"\0\0\0\x0bhttps://x/1",
+        ]
         assert await client.get("{crawl-a}:count") == b"2"
         await store.close()
 
@@ -188,8 +192,8 @@ def test_redis_killed_restarted_and_frozen(server: RedisServer) -> None:
         with pytest.raises(StoreUnavailable, match="crash"):
             await store.check_and_add(rng.getrandbits(64), "lost")
         assert 0.4 <= time.monotonic() - started < 1.5
-        pending = [(rng.getrandbits(64), f"queued{i}") for i in range(5)]
-        pending.append((flip(fps[7], 3), "queued-copy"))
+        pending = [(rng.getrandbits(64), f"queued{i}", None) for i in range(5)]
+        pending.append((flip(fps[7], 3), "queued-copy", None))
         assert await store.replay(pending) == []  # still down: nothing replayed
 
         # back (AOF, fsync always): every page stored before the kill is still there

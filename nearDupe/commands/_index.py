@@ -15,7 +15,7 @@ from nearDupe._settings import Config
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
-from nearDupe.store.base import IndexHeader
+from nearDupe.store.base import IndexHeader, confirmed
 from nearDupe.store.embedded import to_unsigned
 
 #: The largest search radius the in-memory designs are built for.
@@ -50,7 +50,7 @@ class IndexView:
         self,
         source: str,
         header: IndexHeader,
-        pages: list[tuple[int, str, float | None]],
+        pages: list[tuple[int, str, float | None, int | None]],
         path: Path | None = None,
     ) -> None:
         self.source = source
@@ -60,6 +60,9 @@ class IndexView:
         self.fps = np.fromiter((p[0] for p in pages), dtype=np.uint64, count=len(pages))
         self.keys: list[str] = [p[1] for p in pages]
         self.added: list[float] = [p[2] for p in pages if p[2] is not None]
+        self._signatures: dict[int, int | None] = {}
+        for fp, _, _, signature in pages:
+            self._signatures.setdefault(fp, signature)
         self._index: BlockIndex | None = None
         self._among: dict[int, Neighbours] = {}
 
@@ -80,7 +83,11 @@ class IndexView:
         db = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
             row = db.execute("SELECT value FROM meta WHERE name = 'header'").fetchone()
-            rows = db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
+            rows = db.execute("SELECT fp, key, added, sig FROM pages ORDER BY id").fetchall()
+        except sqlite3.Error as exc:
+            raise UsageError(
+                f"index {db_path} is unreadable or was made by another nearDupe version: {exc}"
+            ) from exc
         finally:
             db.close()
         if row is None:
@@ -88,7 +95,10 @@ class IndexView:
         stored = json.loads(row[0])
         names = {f.name for f in fields(IndexHeader)}
         header = IndexHeader(**{n: v for n, v in stored.items() if n in names})
-        pages = [(to_unsigned(fp), key, added) for fp, key, added in rows]
+        pages = [
+            (to_unsigned(fp), key, added, None if sig is None else to_unsigned(sig))
+            for fp, key, added, sig in rows
+        ]
         return cls(str(path), header, pages, path)
 
     @classmethod
@@ -96,7 +106,7 @@ class IndexView:
         """A Redis index (its header must match the settings), read with HSCAN."""
         from nearDupe.store.redis import RedisStore
 
-        async def read() -> list[tuple[int, str]]:
+        async def read() -> list[tuple[int, str, int | None]]:
             store = RedisStore.from_url(
                 config.index, config.header, name=config.index_name, cluster=config.redis_cluster
             )
@@ -105,7 +115,7 @@ class IndexView:
             finally:
                 await store.close()
 
-        pages = [(fp, key, None) for fp, key in sorted(asyncio.run(read()))]
+        pages = [(fp, key, None, sig) for fp, key, sig in sorted(asyncio.run(read()))]
         return cls(f"{config.index} ({config.index_name})", config.header, pages)
 
     def __len__(self) -> int:
@@ -115,6 +125,10 @@ class IndexView:
     def k(self) -> int:
         """The distance at or below which the index calls two pages near-duplicates."""
         return self.header.k
+
+    def confirms(self, fp: int, signature: int | None) -> bool:
+        """Whether the page stored with ``fp`` confirms a match with ``signature``."""
+        return confirmed(self._signatures.get(fp), signature, self.header.confirm_k)
 
     @property
     def features(self) -> FeatureSettings:

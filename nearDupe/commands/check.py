@@ -59,11 +59,16 @@ def check_page(
         return {**result, "verdict": "skipped", "reason": analysis.skip_reason, "matches": []}
     keys = view.keys_by_fp()
     matches = [
-        {"distance": d, "url": key, "fingerprint": to_hex(fp), "duplicate": d <= view.k}
+        {
+            "distance": d,
+            "url": key,
+            "fingerprint": to_hex(fp),
+            "duplicate": d <= view.k and view.confirms(fp, analysis.signature),
+        }
         for fp, d in view.near(analysis.fingerprint, radius)
         for key in keys.get(fp, [])
     ]
-    verdict = "dropped" if matches and matches[0]["duplicate"] else "kept"
+    verdict = "dropped" if any(m["duplicate"] for m in matches) else "kept"
     return {
         **result,
         "fingerprint": to_hex(analysis.fingerprint),

@@ -138,7 +138,7 @@ async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Ana
         return Decision(f"{feed}#{number}", "skipped", reason="no-url-field")
     if analysis.skip_reason or analysis.fingerprint is None:
         return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-    match = await store.check_and_add(analysis.fingerprint, url)
+    match = await store.check_and_add(analysis.fingerprint, url, analysis.signature)
     if match is None:
         return Decision(url, "kept", analysis.fingerprint)
     if match.key == url:

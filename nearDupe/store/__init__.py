@@ -15,11 +15,14 @@ class Store(Protocol):
 
     header: IndexHeader
 
-    async def check_and_add(self, fp: int, key: str) -> Match | None:
-        """The nearest stored page within k, or None after recording (fp, key) atomically."""
+    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
+        """The nearest stored page within k whose signature is within the header's confirm_k,
+        or None after recording (fp, key, signature) atomically."""
 
-    async def query(self, fp: int, k: int | None = None) -> list[Match]:
-        """Stored pages within distance k, nearest first."""
+    async def query(
+        self, fp: int, k: int | None = None, signature: int | None = None
+    ) -> list[Match]:
+        """Stored pages within distance k (confirmed by ``signature`` if given), nearest first."""
 
     async def count(self) -> int:
         """How many pages are stored."""
@@ -35,13 +38,15 @@ class EmbeddedStore:
         self.index = index
         self.header = index.header
 
-    async def check_and_add(self, fp: int, key: str) -> Match | None:
+    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
         """See :class:`Store`."""
-        return self.index.check_and_add(fp, key)
+        return self.index.check_and_add(fp, key, signature)
 
-    async def query(self, fp: int, k: int | None = None) -> list[Match]:
+    async def query(
+        self, fp: int, k: int | None = None, signature: int | None = None
+    ) -> list[Match]:
         """See :class:`Store`."""
-        return self.index.query(fp, k)
+        return self.index.query(fp, k, signature)
 
     async def count(self) -> int:
         """See :class:`Store`."""

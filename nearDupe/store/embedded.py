@@ -1,7 +1,8 @@
 """The embedded persistent index: SQLite (WAL) holds every page, a numpy snapshot reopens fast.
 
 Layout of the index directory:
-  pages.sqlite3   table ``pages(id, fp, key, added)`` plus ``meta`` (header, snapshot info);
+  pages.sqlite3   table ``pages(id, fp, key, added, sig)`` (sig: the confirmation signature)
+                  plus ``meta`` (header, snapshot info);
                   SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
                   loses at most the pages added since the last commit (``commit_interval``).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
@@ -27,7 +28,7 @@ from xxhash import xxh3_64_intdigest
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
 from nearDupe.index import BlockIndex
-from nearDupe.store.base import IndexHeader, Match
+from nearDupe.store.base import IndexHeader, Match, confirmed
 
 try:
     import fcntl
@@ -68,6 +69,7 @@ class EmbeddedIndex:
         self.path = Path(path)
         self.header = header or IndexHeader()
         self.k = self.header.k
+        self.confirm_k = self.header.confirm_k
         self.commit_interval = commit_interval
         self._lock_file = self._lock()
         try:
@@ -78,8 +80,11 @@ class EmbeddedIndex:
             self._unlock()
             raise
         self._last_commit = time.monotonic()
-        self._unsaved: list[tuple[int, str, float]] = []  # (signed fp, key, time) to commit
-        self._unsaved_first: dict[int, str] = {}  # signed fp -> its first unsaved key
+        #: (signed fp, key, time, signed signature or None) of the pages not yet committed.
+        self._unsaved: list[tuple[int, str, float, int | None]] = []
+        #: signed fp -> (key, signed signature) of its uncommitted pages (a full disk can make
+        #: the list above long; matches look here).
+        self._unsaved_by_fp: dict[int, list[tuple[str, int | None]]] = {}
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -116,7 +121,7 @@ class EmbeddedIndex:
                 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS pages (
                     id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
-                    added REAL NOT NULL);
+                    added REAL NOT NULL, sig INTEGER);
                 CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
                 """
             )
@@ -186,28 +191,38 @@ class EmbeddedIndex:
     def __len__(self) -> int:
         return len(self.index)
 
-    def query(self, fp: int, k: int | None = None) -> list[Match]:
-        """Stored pages within distance k (default: the index's k), nearest first."""
-        return [
-            Match(self._key_of(found), found, d)
-            for found, d in self.index.query(fp, self.k if k is None else k)
-        ]
+    def query(self, fp: int, k: int | None = None, signature: int | None = None) -> list[Match]:
+        """Stored pages within distance k (default: the index's k), nearest first.
 
-    def check_and_add(self, fp: int, key: str) -> Match | None:
-        """The nearest stored page within k, or None after recording (fp, key) as new."""
-        matches = self.index.query(fp, self.k)
-        if matches:
-            found, distance = matches[0]
-            self._commit_if_due()
-            return Match(self._key_of(found), found, distance)
-        self.add(fp, key)
+        With a ``signature``, only pages whose signature is within ``confirm_k`` of it.
+        """
+        matches = []
+        for found, d in _distinct(self.index.query(fp, self.k if k is None else k)):
+            key = self._confirmed_key(found, signature)
+            if key is not None:
+                matches.append(Match(key, found, d))
+        return matches
+
+    def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
+        """The nearest stored page within k, or None after recording (fp, key) as new.
+
+        A stored page within k whose signature differs from ``signature`` by more than
+        ``confirm_k`` bits is not a match (see :func:`~nearDupe.store.base.confirmed`).
+        """
+        for found, distance in _distinct(self.index.query(fp, self.k)):
+            stored_key = self._confirmed_key(found, signature)
+            if stored_key is not None:
+                self._commit_if_due()
+                return Match(stored_key, found, distance)
+        self.add(fp, key, signature)
         return None
 
-    def add(self, fp: int, key: str) -> None:
+    def add(self, fp: int, key: str, signature: int | None = None) -> None:
         """Record a page unconditionally (durable at the next commit)."""
         self.index.add(fp)
-        self._unsaved.append((to_signed(fp), key, time.time()))
-        self._unsaved_first.setdefault(to_signed(fp), key)
+        sig = None if signature is None else to_signed(signature)
+        self._unsaved.append((to_signed(fp), key, time.time(), sig))
+        self._unsaved_by_fp.setdefault(to_signed(fp), []).append((key, sig))
         self._commit_if_due()
 
     def _commit_if_due(self) -> None:
@@ -227,25 +242,28 @@ class EmbeddedIndex:
                     len(self._unsaved),
                 )
 
-    def _unsaved_keys(self, fp: int) -> list[str]:
+    def _rows(self, fp: int) -> list[tuple[str, int | None]]:
+        """(key, signature) of every page stored with exactly this fingerprint, oldest first."""
         signed = to_signed(fp)
-        return [key for value, key, _ in self._unsaved if value == signed]
+        rows = self._db.execute("SELECT key, sig FROM pages WHERE fp = ? ORDER BY id", (signed,))
+        unsaved = self._unsaved_by_fp.get(signed, [])
+        return [(key, None if sig is None else to_unsigned(sig)) for key, sig in [*rows, *unsaved]]
 
-    def _key_of(self, fp: int) -> str:
-        row = self._db.execute(
-            "SELECT key FROM pages WHERE fp = ? ORDER BY id LIMIT 1", (to_signed(fp),)
-        ).fetchone()
-        return row[0] if row else self._unsaved_first.get(to_signed(fp), "")
+    def _confirmed_key(self, fp: int, signature: int | None) -> str | None:
+        """The first key stored with ``fp`` whose signature confirms the match, if any."""
+        for key, stored in self._rows(fp):
+            if confirmed(stored, signature, self.confirm_k):
+                return key
+        return None
 
     def keys_of(self, fp: int) -> list[str]:
         """Every key stored with exactly this fingerprint, oldest first."""
-        rows = self._db.execute("SELECT key FROM pages WHERE fp = ? ORDER BY id", (to_signed(fp),))
-        return [r[0] for r in rows] + self._unsaved_keys(fp)
+        return [key for key, _ in self._rows(fp)]
 
     def pages(self) -> Iterator[tuple[int, str, float]]:
         """Every stored page as (fingerprint, key, time added), oldest first."""
         rows = self._db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
-        for fp, key, added in rows + self._unsaved:
+        for fp, key, added, *_ in rows + self._unsaved:
             yield to_unsigned(fp), key, added
 
     def commit(self) -> None:
@@ -257,7 +275,7 @@ class EmbeddedIndex:
         """
         try:
             self._db.executemany(
-                "INSERT INTO pages (fp, key, added) VALUES (?, ?, ?)", self._unsaved
+                "INSERT INTO pages (fp, key, added, sig) VALUES (?, ?, ?, ?)", self._unsaved
             )
             self._db.commit()
         except sqlite3.Error:
@@ -265,7 +283,7 @@ class EmbeddedIndex:
                 self._db.rollback()
             raise
         self._unsaved.clear()
-        self._unsaved_first.clear()
+        self._unsaved_by_fp.clear()
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
@@ -309,3 +327,8 @@ class EmbeddedIndex:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _distinct(matches: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(fingerprint, distance) pairs without repeats (one fingerprint may be stored twice)."""
+    return list(dict.fromkeys(matches))

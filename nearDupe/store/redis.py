@@ -5,7 +5,9 @@ Key layout (``name`` defaults to ``neardupe``; every key carries the hash tag ``
     {name}:header        STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
     {name}:layout        STRING  JSON {"format", "bucket_bits"}: how the buckets below are cut
     {name}:count         STRING  INCR counter: pages stored
-    {name}:keys          HASH    8-byte big-endian fingerprint -> first key (URL) stored with it
+    {name}:keys          HASH    8-byte big-endian fingerprint -> its pages, one entry each: a
+                                 9-byte signature record (a flag byte, 1 if a signature follows,
+                                 then 8 bytes big-endian), the key's length (4 bytes), the key
     {name}:<t>:<prefix>  STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of the
                                  fingerprint permuted by table t (hex): the fingerprints (8 bytes
                                  each, big-endian, unpermuted) appended one after another
@@ -19,7 +21,8 @@ is a hash table on Redis < 7.2), and one GET hands the whole bucket to Lua.
 
 Check-and-insert is ONE Lua script (EVALSHA): it scans the query's bucket in every table,
 computes Hamming distances on two 32-bit halves with Redis Lua's ``bit`` library, and either
-returns the nearest stored page or appends the fingerprint to every bucket and records its key.
+returns the nearest stored page whose confirmation signature is within ``confirm_k`` of the
+query's, or appends the fingerprint to every bucket (if new) and its page's entry to it.
 Scripts run atomically, so two processes meeting copies of one article at the same time keep
 exactly one.
 
@@ -100,6 +103,31 @@ local function halves(s, i)
   return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
 end
 
+-- Whether two signature records (a flag byte, 0 for none, then 8 bytes) are within ck bits.
+local function confirms(record, sig, ck)
+  if ck >= 64 or byte(sig, 1) == 0 or byte(record, 1) == 0 then
+    return true
+  end
+  local shi, slo = halves(record, 2)
+  local qhi, qlo = halves(sig, 2)
+  return popcount(bxor(shi, qhi)) + popcount(bxor(slo, qlo)) <= ck
+end
+
+-- The key of the first page in a stored value (entries: record, 4-byte length, key) whose
+-- signature record confirms sig within ck bits, or nil.
+local function confirmed_key(value, sig, ck)
+  local i = 1
+  while i + 12 <= #value do
+    local a, b, c, d = byte(value, i + 9, i + 12)
+    local n = ((a * 256 + b) * 256 + c) * 256 + d
+    if confirms(string.sub(value, i, i + 8), sig, ck) then
+      return string.sub(value, i + 13, i + 12 + n)
+    end
+    i = i + 13 + n
+  end
+  return nil
+end
+
 -- Every distinct fingerprint within k of fp in the buckets KEYS[first..]: {fp, hi, lo, d}.
 local function near(first, fp, k)
   local qhi, qlo = halves(fp, 1)
@@ -125,45 +153,56 @@ local function near(first, fp, k)
 end
 """
 
-# KEYS: keys hash, counter, one bucket per table.  ARGV: fp (8 bytes), k, key, retried (0/1).
+# KEYS: keys hash, counter, one bucket per table.
+# ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry.
 # Returns nil when (fp, key) was recorded, else {fp (8 bytes), distance, stored key}.
 _LUA_CHECK_AND_ADD = (
     _LUA_COMMON
     + """
 local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local best, best_hi, best_lo, best_d = nil, 0, 0, 65
-for _, m in ipairs(near(3, fp, k)) do
-  local hi, lo, d = m[2], m[3], m[4]
-  if d < best_d or (d == best_d and (hi < best_hi or (hi == best_hi and lo < best_lo))) then
-    best, best_hi, best_lo, best_d = m[1], hi, lo, d
+local sig, ck, entry = ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local found = near(3, fp, k)
+table.sort(found, function(a, b)
+  if a[4] ~= b[4] then return a[4] < b[4] end
+  if a[2] ~= b[2] then return a[2] < b[2] end
+  return a[3] < b[3]
+end)
+for _, m in ipairs(found) do
+  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', sig, ck)
+  if stored then
+    if m[4] == 0 and retried == '1' and stored == key then
+      return nil
+    end
+    return {m[1], m[4], stored}
   end
 end
-if best then
-  local stored = redis.call('HGET', KEYS[1], best) or ''
-  if not (best_d == 0 and retried == '1' and stored == key) then
-    return {best, best_d, stored}
+local pages = redis.call('HGET', KEYS[1], fp)
+if not pages then
+  for t = 3, #KEYS do
+    redis.call('APPEND', KEYS[t], fp)
   end
-  return nil
+  pages = ''
 end
-for t = 3, #KEYS do
-  redis.call('APPEND', KEYS[t], fp)
-end
-redis.call('HSETNX', KEYS[1], fp, key)
+redis.call('HSET', KEYS[1], fp, pages .. entry)
 redis.call('INCR', KEYS[2])
 return nil
 """
 )
 
-# KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k.
-# Returns {fp, distance, key, fp, distance, key, ...} for every stored fp within k (unordered).
+# KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k, signature record, confirm_k.
+# Returns {fp, distance, key, fp, distance, key, ...} for every stored fp within k whose
+# signature confirms (unordered).
 _LUA_QUERY = (
     _LUA_COMMON
     + """
 local out = {}
 for _, m in ipairs(near(2, ARGV[1], tonumber(ARGV[2]))) do
-  out[#out + 1] = m[1]
-  out[#out + 1] = m[4]
-  out[#out + 1] = redis.call('HGET', KEYS[1], m[1]) or ''
+  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', ARGV[3], tonumber(ARGV[4]))
+  if stored then
+    out[#out + 1] = m[1]
+    out[#out + 1] = m[4]
+    out[#out + 1] = stored
+  end
 end
 return out
 """
@@ -179,7 +218,8 @@ redis.call('SET', KEYS[2], ARGV[2], 'NX')
 return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
 """
 
-# KEYS: keys hash, counter.  ARGV: fp, key, fp, key, ...  First key per fingerprint wins and
+# KEYS: keys hash, counter.  ARGV: fp, entry, fp, entry, ... (entry: see the key layout).
+# First entry per fingerprint wins and
 # only new fingerprints are counted, so a retried chunk does not count twice.
 _LUA_ADD_KEYS = """
 local added = 0
@@ -196,6 +236,36 @@ for i = 1, #KEYS do
 end
 return #KEYS
 """
+
+
+#: Bytes of a signature record: a flag (1: a signature follows) and 8 bytes big-endian.
+_RECORD = 9
+
+
+def signature_record(signature: int | None) -> bytes:
+    """A signature as stored before each key (all zero bytes: none)."""
+    if signature is None:
+        return bytes(_RECORD)
+    return b"\x01" + signature.to_bytes(8, "big")
+
+
+def entry(record: bytes, key: str) -> bytes:
+    """One page as stored under its fingerprint: signature record, key length, key."""
+    data = key.encode()
+    return record + len(data).to_bytes(4, "big") + data
+
+
+def entries(value: bytes) -> list[tuple[str, int | None]]:
+    """(key, signature) of every page in a stored value, oldest first."""
+    out = []
+    i = 0
+    while i + _RECORD + 4 <= len(value):
+        n = int.from_bytes(value[i + _RECORD : i + _RECORD + 4], "big")
+        start = i + _RECORD + 4
+        signature = int.from_bytes(value[i + 1 : i + _RECORD], "big") if value[i] == 1 else None
+        out.append((value[start : start + n].decode(), signature))
+        i = start + n
+    return out
 
 
 def _public_url(url: str) -> str:
@@ -229,6 +299,7 @@ class RedisStore:
         self.name = name
         self.url = url
         self.k = header.k
+        self.confirm_k = header.confirm_k
         self.retry_seconds = retry_seconds
         self.design = Design.named(header.design)
         self._tag = "{" + name + "}"
@@ -388,16 +459,18 @@ class RedisStore:
 
     # -- the Store contract ----------------------------------------------------------------
 
-    async def check_and_add(self, fp: int, key: str) -> Match | None:
-        """The nearest stored page within k, or None after recording (fp, key) atomically."""
+    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
+        """The nearest stored page within k whose signature confirms it, or None after
+        recording (fp, key, signature) atomically."""
         fp_bytes = fp.to_bytes(8, "big")
+        record = signature_record(signature)
+        args = [fp_bytes, self.k, key.encode(), "0", record, self.confirm_k, entry(record, key)]
 
         async def attempt(retried: bool) -> Any:
             await self._ensure_ready()
             keys = [self._keys_key, self._count_key, *self.bucket_keys(fp)]
-            return await self._check_and_add(
-                keys, [fp_bytes, self.k, key.encode(), "1" if retried else "0"]
-            )
+            args[3] = "1" if retried else "0"
+            return await self._check_and_add(keys, args)
 
         reply = await self._retrying("check_and_add", attempt)
         if reply is None:
@@ -405,8 +478,13 @@ class RedisStore:
         found, distance, stored = reply
         return Match(stored.decode(), int.from_bytes(found, "big"), int(distance))
 
-    async def query(self, fp: int, k: int | None = None) -> list[Match]:
-        """Stored pages within distance k (default: the index's k), nearest first."""
+    async def query(
+        self, fp: int, k: int | None = None, signature: int | None = None
+    ) -> list[Match]:
+        """Stored pages within distance k (default: the index's k), nearest first.
+
+        With a ``signature``, only pages whose signature is within ``confirm_k`` of it.
+        """
         k = self.k if k is None else k
         if not 0 <= k <= self.design.k:
             raise ValueError(f"k={k} is outside 0..{self.design.k} for design {self.design.name}")
@@ -414,7 +492,8 @@ class RedisStore:
         async def attempt(_retried: bool) -> Any:
             await self._ensure_ready()
             keys = [self._keys_key, *self.bucket_keys(fp)]
-            return await self._query(keys, [fp.to_bytes(8, "big"), k])
+            args = [fp.to_bytes(8, "big"), k, signature_record(signature), self.confirm_k]
+            return await self._query(keys, args)
 
         reply = await self._retrying("query", attempt)
         matches = [
@@ -445,17 +524,17 @@ class RedisStore:
     # -- beyond the contract ---------------------------------------------------------------
 
     async def replay(
-        self, pending: Iterable[tuple[int, str]]
+        self, pending: Iterable[tuple[int, str, int | None]]
     ) -> list[tuple[int, str, Match | None]]:
-        """Check-and-add pages queued while Redis was away, in order.
+        """Check-and-add pages (fp, key, signature) queued while Redis was away, in order.
 
         Returns one (fp, key, match) per page handled; the list is shorter than ``pending`` if
         Redis went away again, and the pages after it are still pending.
         """
         done: list[tuple[int, str, Match | None]] = []
-        for fp, key in pending:
+        for fp, key, signature in pending:
             try:
-                match = await self.check_and_add(fp, key)
+                match = await self.check_and_add(fp, key, signature)
             except StoreUnavailable:
                 logger.warning(
                     "Redis index %r at %s went away again; %d queued pages replayed",
@@ -468,15 +547,23 @@ class RedisStore:
         return done
 
     async def add_many(
-        self, fps: Sequence[int] | np.ndarray, keys: Sequence[str], *, chunk: int = 5000
+        self,
+        fps: Sequence[int] | np.ndarray,
+        keys: Sequence[str],
+        signatures: Sequence[int | None] | None = None,
+        *,
+        chunk: int = 5000,
     ) -> None:
         """Record pages unconditionally in bulk, a few big script calls (loading, migration).
 
         Fingerprints already stored keep their first key and are not counted again.
         """
         fps = np.asarray(fps, dtype=np.uint64)
-        if len(fps) != len(keys):
-            raise ValueError(f"{len(fps)} fingerprints but {len(keys)} keys")
+        signatures = signatures if signatures is not None else [None] * len(fps)
+        if not len(fps) == len(keys) == len(signatures):
+            raise ValueError(
+                f"{len(fps)} fingerprints, {len(keys)} keys and {len(signatures)} signatures"
+            )
         if not len(fps):
             return
         await self._retrying("add_many", lambda _r: self._ensure_ready())
@@ -503,19 +590,22 @@ class RedisStore:
         fp_bytes = [raw[i : i + 8] for i in range(0, len(raw), 8)]
         for start in range(0, len(fps), chunk):
             stop = start + chunk
-            pairs = zip(fp_bytes[start:stop], keys[start:stop], strict=True)
-            args = [x for pair in pairs for x in pair]
+            pages = zip(
+                fp_bytes[start:stop], keys[start:stop], signatures[start:stop], strict=True
+            )
+            args = [x for fp, key, sig in pages for x in (fp, entry(signature_record(sig), key))]
             await self._retrying(
                 "add_many",
                 lambda _r, args=args: self._add_keys([self._keys_key, self._count_key], args),
             )
 
-    async def pages(self) -> list[tuple[int, str]]:
-        """Every stored (fingerprint, first key), in no particular order (HSCAN: non-blocking)."""
+    async def pages(self) -> list[tuple[int, str, int | None]]:
+        """Every stored (fingerprint, key, signature), in no particular order (HSCAN)."""
         await self._retrying("pages", lambda _r: self._ensure_ready())
         return [
-            (int.from_bytes(fp, "big"), key.decode())
-            async for fp, key in self.client.hscan_iter(self._keys_key, count=1000)
+            (int.from_bytes(fp, "big"), key, signature)
+            async for fp, value in self.client.hscan_iter(self._keys_key, count=1000)
+            for key, signature in entries(value)
         ]
 
     async def clear(self) -> int:
