@@ -41,7 +41,7 @@ from _quality_cases import (
 )
 
 import nearDupe.features as _features
-from nearDupe._settings import DEFAULTS
+from nearDupe._settings import DEFAULTS, EMBEDDED_K
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, normalize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
@@ -64,7 +64,7 @@ CURRENT = "words tfidf (current)"
 #: What this evaluation recommends (see docs/quality.md): now the default.
 RECOMMENDED = CURRENT
 #: The plugin's default k and confirmation distance; the k sweeps cover 0..10.
-K = int(DEFAULTS["NEARDUPE_K"])  # type: ignore[call-overload]
+K = EMBEDDED_K
 CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
 #: confirm_k that accepts every candidate (no confirmation).
 NO_CONFIRM = 64

@@ -92,16 +92,16 @@ def start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     return process, f"redis://127.0.0.1:{port}/0"
 
 
-async def preload(url: str, n: int) -> dict[str, float]:
+async def preload(url: str, n: int, header: IndexHeader) -> dict[str, float]:
     """Empty the index, bulk-load N pages; seconds taken and bytes of Redis memory per page."""
     client = redis.Redis.from_url(url)
     client.flushdb()
     before = int(client.info("memory")["used_memory"])
-    store = RedisStore.from_url(url, IndexHeader(), name=NAME)
+    store = RedisStore.from_url(url, header, name=NAME)
     fps = stored_fps(n)
     keys = [URL_PATTERN.format(i) for i in range(n)]
     started = time.perf_counter()
-    await store.add_many(fps, keys)
+    await store.add_many(fps, keys, fps.tolist())  # signature: the fingerprint (see workload)
     seconds = time.perf_counter() - started
     await store.close()
     after = int(client.info("memory")["used_memory"])
@@ -114,18 +114,20 @@ async def preload(url: str, n: int) -> dict[str, float]:
     }
 
 
-def _redis_worker(url: str, n: int, ops: int, worker: int, inflight: int, barrier, queue) -> None:
+def _redis_worker(
+    url: str, header: IndexHeader, n: int, ops: int, worker: int, inflight: int, barrier, queue
+) -> None:
     fps = workload(n, ops, worker)
 
     async def main() -> tuple[list[float], float]:
-        store = RedisStore.from_url(url, IndexHeader(), name=NAME, max_connections=inflight)
+        store = RedisStore.from_url(url, header, name=NAME, max_connections=inflight)
         await store.count()  # connect before the clock starts
         latencies: list[float] = []
 
         async def client(part: list[int], tag: int) -> None:
             for i, fp in enumerate(part):
                 t0 = time.perf_counter()
-                await store.check_and_add(fp, f"https://w{worker}.example/{tag}/{i}")
+                await store.check_and_add(fp, f"https://w{worker}.example/{tag}/{i}", fp)
                 latencies.append(time.perf_counter() - t0)
 
         barrier.wait()
@@ -138,7 +140,9 @@ def _redis_worker(url: str, n: int, ops: int, worker: int, inflight: int, barrie
     queue.put(asyncio.run(main()))
 
 
-def run_redis(url: str, n: int, ops: int, processes: int, inflight: int) -> tuple[float, ...]:
+def run_redis(
+    url: str, header: IndexHeader, n: int, ops: int, processes: int, inflight: int
+) -> tuple[float, ...]:
     """Total ops/s, median and p99 latency of ``processes`` x ``inflight`` concurrent clients."""
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(processes), ctx.Queue()
@@ -147,6 +151,7 @@ def run_redis(url: str, n: int, ops: int, processes: int, inflight: int) -> tupl
             target=_redis_worker,
             args=(
                 url,
+                header,
                 n,
                 ops // processes,
                 w + 100 * processes * inflight,
@@ -169,20 +174,20 @@ def run_redis(url: str, n: int, ops: int, processes: int, inflight: int) -> tupl
 # -- embedded ----------------------------------------------------------------------------------
 
 
-def run_embedded(n: int, ops: int) -> tuple[float, ...]:
+def run_embedded(n: int, ops: int, header: IndexHeader) -> tuple[float, ...]:
     """ops/s, median and p99 latency of EmbeddedIndex.check_and_add at the same size and mix."""
     with tempfile.TemporaryDirectory() as tmp:
-        index = EmbeddedIndex(Path(tmp) / "index", IndexHeader(), commit_interval=1.0)
+        index = EmbeddedIndex(Path(tmp) / "index", header, commit_interval=1.0)
         fps = stored_fps(n)
         for i, fp in enumerate(fps.tolist()):
-            index.add(fp, URL_PATTERN.format(i))
+            index.add(fp, URL_PATTERN.format(i), fp)
         index.commit()
         queries = workload(n, ops, 0)
         latencies = []
         started = time.perf_counter()
         for i, fp in enumerate(queries):
             t0 = time.perf_counter()
-            index.check_and_add(fp, f"https://embedded.example/{i}")
+            index.check_and_add(fp, f"https://embedded.example/{i}", fp)
             latencies.append(time.perf_counter() - t0)
         seconds = time.perf_counter() - started
         index.close()
@@ -198,8 +203,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--ops", type=int, default=20_000, help="check-and-adds per run")
     parser.add_argument("--url", help="an existing Redis (its database is FLUSHED)")
+    parser.add_argument("--design", default="4-table", help="index design (default 4-table)")
+    parser.add_argument("--k", type=int, default=3, help="k (default 3)")
+    parser.add_argument("--confirm-k", type=int, default=14, help="confirm_k (default 14)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    header = IndexHeader(design=args.design, k=args.k, confirm_k=args.confirm_k)
 
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-redis-bench-"))
     server = None
@@ -211,7 +220,8 @@ def main() -> None:
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(
             f"Redis {version} at {url} (loopback), {os.cpu_count()} CPUs (load average {load}), "
-            "design 4-table k=3"
+            f"design {header.design} k={header.k} confirm_k={header.confirm_k} (signature of a "
+            "page: its fingerprint, so near copies confirm)"
         )
         print("ops: check_and_add, half new pages (insert), half near copies (match)\n")
         head = (
@@ -222,7 +232,7 @@ def main() -> None:
         print("-" * len(head))
         notes = []
         for n in args.sizes:
-            loaded = asyncio.run(preload(url, n))
+            loaded = asyncio.run(preload(url, n, header))
             notes.append(
                 f"N={n:>9,}: preload {loaded['seconds']:.1f} s "
                 f"({n / loaded['seconds']:,.0f} fps/s bulk); Redis memory "
@@ -231,14 +241,14 @@ def main() -> None:
             )
             single = None
             for procs, inflight in ((1, 1), (1, 8), (4, 1), (4, 8)):
-                rate, med, p99 = run_redis(url, n, args.ops, procs, inflight)
+                rate, med, p99 = run_redis(url, header, n, args.ops, procs, inflight)
                 if (procs, inflight) == (1, 1):
                     single = rate
                 print(
                     f"{n:>9,} {'redis':<9} {f'{procs} x {inflight}':>16} {rate:>9,.0f} "
                     f"{med:>10.3f} {p99:>8.3f}"
                 )
-            rate, med, p99 = run_embedded(n, args.ops)
+            rate, med, p99 = run_embedded(n, args.ops, header)
             print(
                 f"{n:>9,} {'embedded':<9} {'1 x 1':>16} {rate:>9,.0f} {med:>10.3f} {p99:>8.3f}"
                 f"   (embedded / redis 1x1 = {rate / single:.1f}x)"

@@ -14,13 +14,18 @@ from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.store.base import IndexHeader
 
+#: Default k of the embedded index, from the figures (README "How well it works").
+EMBEDDED_K = 8
+#: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8 (README "Redis").
+REDIS_K = 6
+
 #: Every setting nearDupe reads, with its default (documented in the README's table).
 DEFAULTS: dict[str, object] = {
     "NEARDUPE_ENABLED": True,
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
-    "NEARDUPE_K": 8,  # from the figures: see README "How well it works"
+    "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (README "How well")
     "NEARDUPE_CONFIRM_K": 14,  # word-pair signature distance a match within k must also have
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
@@ -59,10 +64,11 @@ class Config:
 
         if not settings.getbool("NEARDUPE_ENABLED", True):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
-        k = settings.getint("NEARDUPE_K", DEFAULTS["NEARDUPE_K"])
+        shared = cls._shared(get("NEARDUPE_INDEX"))
+        k = settings.getint("NEARDUPE_K", REDIS_K if shared else EMBEDDED_K)
         try:
             design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
-            design = design or Design.default_for(k, shared=cls._shared(get("NEARDUPE_INDEX")))
+            design = design or Design.default_for(k, shared=shared)
         except ValueError as exc:
             raise ValueError(f"NEARDUPE_DESIGN / NEARDUPE_K: {exc}") from None
         if not 0 <= k <= design.k:

@@ -12,7 +12,7 @@ from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 
 from nearDupe import Addon, NearDuplicate
-from nearDupe._settings import DEFAULTS, Config
+from nearDupe._settings import DEFAULTS, EMBEDDED_K, REDIS_K, Config
 from nearDupe.addon import COMPONENTS
 from nearDupe.analysis import Analysis
 from nearDupe.links import ItemLinks
@@ -34,13 +34,16 @@ def test_addon_enables_every_component_once() -> None:
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
-    assert (config.k, config.design) == (DEFAULTS["NEARDUPE_K"], "blocks-8-9")
+    assert (config.k, config.design) == (EMBEDDED_K, "blocks-8-9") == (8, "blocks-8-9")
     assert config.header.confirm_k == config.confirm_k == DEFAULTS["NEARDUPE_CONFIRM_K"]
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
-    assert redis.is_redis and redis.header.design == "blocks-8-10", "fewer candidates for Lua"
+    assert redis.is_redis and (redis.k, redis.header.design) == (REDIS_K, "blocks-6-8") == (
+        6,
+        "blocks-6-8",
+    )
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:

@@ -20,7 +20,7 @@ from _quality_cases import (
     render,
 )
 
-from nearDupe._settings import DEFAULTS
+from nearDupe._settings import DEFAULTS, EMBEDDED_K
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, is_short, normalize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming
@@ -38,7 +38,7 @@ def articles():
 
 
 CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
-DEFAULT_K = int(DEFAULTS["NEARDUPE_K"])  # type: ignore[call-overload]
+DEFAULT_K = EMBEDDED_K
 
 
 def _page_fp(slot, article, edit: str, seed: int) -> tuple[int, int]:
