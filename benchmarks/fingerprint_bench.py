@@ -66,19 +66,29 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
 
 def bench(pages: list[str], repeat: int) -> dict[str, np.ndarray]:
     """Per-page milliseconds of each stage (fastest of `repeat` passes per page)."""
-    from nearDupe.features import FeatureSettings, extract_features, tokenize
-    from nearDupe.simhash import simhash
+    from nearDupe.features import FeatureSettings, extract_features, tokenize_lines
+    from nearDupe.simhash import fingerprint_and_signature, simhash
 
     settings = FeatureSettings()
-    rows: dict[str, list[float]] = {"tokenize": [], "weight": [], "hash": [], "total": []}
+    rows: dict[str, list[float]] = {
+        "tokenize": [],
+        "weight": [],
+        "hash": [],
+        "signature": [],  # word pairs: weights and hash of the confirmation signature
+        "total": [],
+    }
     for text in pages:
-        t_tok = t_feat = t_hash = float("inf")
+        t_tok = t_feat = t_hash = t_all = float("inf")
         for _ in range(repeat):  # fastest of each call, then the stages derived from them
-            t_tok = min(t_tok, timed(lambda text=text: tokenize(text))[0])
+            t_tok = min(t_tok, timed(lambda text=text: tokenize_lines(text))[0])
             t, (feats, weights) = timed(lambda text=text: extract_features(text, settings))
             t_feat = min(t_feat, t)
             t_hash = min(t_hash, timed(lambda f=feats, w=weights: simhash(f, w))[0])
-        stages = [t_tok, max(t_feat - t_tok, 0.0), t_hash, t_feat + t_hash]
+            both = timed(lambda text=text: fingerprint_and_signature(text, settings))[0]
+            t_all = min(t_all, both)
+        fingerprint_only = t_feat + t_hash
+        stages = [t_tok, max(t_feat - t_tok, 0.0), t_hash, max(t_all - fingerprint_only, 0.0)]
+        stages.append(max(t_all, fingerprint_only))
         for key, value in zip(rows, stages, strict=True):
             rows[key].append(value * 1e3)
     return {k: np.array(v) for k, v in rows.items()}

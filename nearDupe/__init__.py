@@ -12,7 +12,7 @@ from nearDupe.errors import (
     StoreUnavailable,
 )
 from nearDupe.features import FeatureSettings, extract_features, tokenize
-from nearDupe.simhash import fingerprint, hamming, simhash
+from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming, simhash
 
 __version__ = "0.1.0"
 
@@ -28,6 +28,7 @@ __all__ = [
     "__version__",
     "extract_features",
     "fingerprint",
+    "fingerprint_and_signature",
     "hamming",
     "simhash",
     "tokenize",

@@ -86,6 +86,11 @@ _MAX_TRIM = 0.6
 #: Elements inside the article named like furniture, holding at most this share of its text,
 #: are dropped.
 _FURNITURE_BLOCK_SHARE = 0.3
+#: Title-like lines (no sentence end; at most this many CJK characters or words) trimmed with
+#: the furniture line that follows them at an edge, at most _TITLE_RUN of them.
+_TITLE_CJK_CHARS = 40
+_TITLE_WORDS = 15
+_TITLE_RUN = 3
 _FURNITURE_CLASS = re.compile(
     r"byline|dateline|author|timestamp|publish|comment|share|social|related|breadcrumb|"
     r"(?:^|[\s_-])tags?(?:$|[\s_-])|tag-?list|newsletter|subscribe|recommend|copyright|"
@@ -360,20 +365,46 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
 
 def _trim_edges(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The lines without the page furniture that templates put before and after an article
-    (bylines, dates, share and tag lines, link lists and teasers, copyright lines): never more
-    than _MAX_TRIM of the text, and never the last line."""
+    (bylines, dates, share and tag lines, link lists and teasers, copyright lines, and a
+    block of title-like lines that ends in such furniture: another story's headline above its
+    date and share line): never more than _MAX_TRIM of the text, and never the last line."""
     budget = _MAX_TRIM * sum(_cost(line) for line, _ in lines)
     start, end = 0, len(lines)
-    while end - start > 1 and _is_furniture(*lines[start]) and _cost(lines[start][0]) <= budget:
-        budget -= _cost(lines[start][0])
-        start += 1
-    while end - start > 1 and _is_furniture(*lines[end - 1]):
-        cost = _cost(lines[end - 1][0])
-        if cost > budget:
+    while end - start > 1:
+        run = _furniture_run(lines, start, end, 1)
+        cost = sum(_cost(line) for line, _ in lines[start : start + run])
+        if not run or cost > budget:
             break
         budget -= cost
-        end -= 1
+        start += run
+    while end - start > 1:
+        run = _furniture_run(lines, end - 1, start - 1, -1)
+        cost = sum(_cost(line) for line, _ in lines[end - run : end])
+        if not run or cost > budget:
+            break
+        budget -= cost
+        end -= run
     return lines[start:end]
+
+
+def _furniture_run(lines: list[tuple[str, float]], first: int, stop: int, step: int) -> int:
+    """How many lines from ``first`` (towards ``stop``) are furniture: the line itself, or up
+    to _TITLE_RUN title-like lines followed by a furniture line; leaving at least one line."""
+    for n, i in enumerate(range(first, stop, step)):
+        if n + 1 >= abs(stop - first) or n > _TITLE_RUN:
+            return 0
+        if _is_furniture(*lines[i]):
+            return n + 1
+        if not _is_title(lines[i][0]):
+            return 0
+    return 0
+
+
+def _is_title(line: str) -> bool:
+    """A headline, label or name: short, and no sentence in it."""
+    if _SENTENCE_END.search(line) is not None:
+        return False
+    return len(line) <= _TITLE_CJK_CHARS if _is_cjk(line) else len(line.split()) <= _TITLE_WORDS
 
 
 def _cost(line: str) -> int:

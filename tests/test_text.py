@@ -314,3 +314,24 @@ def test_chinese_legal_notice_after_article_is_trimmed() -> None:
         "</div></body></html>"
     )
     assert extract_main_text(page).split("\n") == body
+
+
+def test_another_storys_headline_above_its_date_and_share_line_is_trimmed() -> None:
+    # A template's own story title, its date and source, a share label, then the article.
+    body = [f"{SENTENCE_ZH}第{i}段，记者从有关部门获悉。" for i in range(3)]
+    page = (
+        "<html><body><div class='content'>"
+        "<p>17种产品、1个园区入选国家绿色制造名单</p>"
+        "<p>发布时间：2022-02-13 04:22:18 来源：云南日报</p><p>分享到：</p>"
+        + "".join(f"<p>{p}</p>" for p in body)
+        + "</div></body></html>"
+    )
+    assert extract_main_text(page).split("\n") == body
+
+
+def test_a_subtitle_not_followed_by_furniture_is_kept() -> None:
+    page = (
+        "<html><body><div class='story'><p>How the river park grew</p>"
+        f"{_BODY_HTML}</div></body></html>"
+    )
+    assert extract_main_text(page).split("\n") == ["How the river park grew", *ARTICLE]
