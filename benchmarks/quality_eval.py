@@ -276,6 +276,12 @@ def _fmt(values: tuple) -> str:
     return f"{p:.3f} {r:.3f} {f1:.3f} {fp:4d}"
 
 
+def _table_row(label: str, table: dict[str, tuple], last: str) -> str:
+    """One Markdown row: label, EN and ZH P / R / F1 / FP, then ``last``."""
+    en, zh = (_fmt(table[lang]).split() for lang in ("en", "zh"))
+    return f"| {label} | " + " | ".join([*en, *zh, last]) + " |"
+
+
 def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
     """Feature-setting table, k sweep, per-edit recall and histograms."""
     names = list(SETTINGS)
@@ -292,16 +298,9 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
     rows = [(0, f"{CURRENT}, confirmed", CONFIRM_K), (0, f"{CURRENT}, not confirmed", NO_CONFIRM)]
     rows += [(i, name, NO_CONFIRM) for i, name in enumerate(names) if i]
     for i, name, confirm_k in rows:
-        t = ev.table(i, K, policy, confirm_k)
         allp = ev.all_pair_false_matches(i, K, policy, confirm_k)
-        en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
-        out.append(
-            f"| {name} | "
-            + " | ".join(en)
-            + " | "
-            + " | ".join(zh)
-            + f" | {allp['en'][0]} / {allp['en'][1]}, {allp['zh'][0]} / {allp['zh'][1]} |"
-        )
+        pairs = f"{allp['en'][0]} / {allp['en'][1]}, {allp['zh'][0]} / {allp['zh'][1]}"
+        out.append(_table_row(name, ev.table(i, K, policy, confirm_k), pairs))
     for name in dict.fromkeys((CURRENT, RECOMMENDED)):
         i = names.index(name)
         for confirm_k in (CONFIRM_K, NO_CONFIRM):
@@ -313,16 +312,9 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
             )
             out.append("|---|---|---|---|---|---|---|---|---|---|")
             for k in range(11):
-                t = ev.table(i, k, policy, confirm_k)
                 allp = ev.all_pair_false_matches(i, k, policy, confirm_k)
-                en, zh = (_fmt(t[lang]).split() for lang in ("en", "zh"))
-                out.append(
-                    f"| {k} | "
-                    + " | ".join(en)
-                    + " | "
-                    + " | ".join(zh)
-                    + f" | {allp['en'][0]} / {allp['zh'][0]} |"
-                )
+                pairs = f"{allp['en'][0]} / {allp['zh'][0]}"
+                out.append(_table_row(str(k), ev.table(i, k, policy, confirm_k), pairs))
         out.append(f"\n### Recall per edit kind at k={K}: {name} ({policy.name})\n")
         out.append("| edit | EN recall | EN pairs | ZH recall | ZH pairs | median d EN / ZH |")
         out.append("|---|---|---|---|---|---|")

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -87,6 +87,7 @@ def tokenize_lines(text: str) -> list[list[str]]:
     return [tokens for line in text.splitlines() if (tokens := tokenize(line))]
 
 
+@lru_cache(maxsize=1 << 17)
 def _idf(token: str) -> float:
     if _CJK_RUN.match(token):
         table, median = _chinese_idf()
@@ -108,15 +109,23 @@ def line_features(
     settings = settings or FeatureSettings()
     counts: Counter[str] = Counter()
     shares: Counter[str] = Counter()
+    idfs: dict[str, float] = {}  # feature -> its IDF (a shingle: the mean of its words')
+    n = settings.shingle
     for line in lines:
         share = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
         tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
-        if settings.kind == "shingles" and len(tokens) >= settings.shingle:
-            n = settings.shingle
-            tokens = [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
-        for token in tokens:
+        word_idfs = [_idf(t) for t in tokens]
+        if settings.kind == "shingles" and len(tokens) >= n:
+            for i in range(len(tokens) - n + 1):
+                gram = " ".join(tokens[i : i + n])
+                counts[gram] += 1
+                shares[gram] += share
+                idfs.setdefault(gram, sum(word_idfs[i : i + n]) / n)
+            continue
+        for token, idf in zip(tokens, word_idfs, strict=True):
             counts[token] += 1
             shares[token] += share
+            idfs.setdefault(token, idf)
     if not counts:
         return [], np.zeros(0, dtype=np.float64)
     features = list(counts)
@@ -126,10 +135,7 @@ def line_features(
         tf = 1.0 + np.log(tf)
     tf *= mean_share
     if settings.weighting == "tfidf":
-        idf = np.fromiter(
-            (_feature_idf(f, settings) for f in features), dtype=np.float64, count=len(features)
-        )
-        weights = tf * idf
+        weights = tf * np.fromiter((idfs[f] for f in features), dtype=np.float64, count=len(tf))
     else:
         weights = tf
     if settings.top_n is not None and len(features) > settings.top_n:
@@ -139,10 +145,3 @@ def line_features(
         features = [features[i] for i in keep]
         weights = weights[keep]
     return features, weights
-
-
-def _feature_idf(feature: str, settings: FeatureSettings) -> float:
-    if settings.kind == "shingles":
-        parts = feature.split(" ")
-        return sum(_idf(p) for p in parts) / len(parts)
-    return _idf(feature)
