@@ -130,6 +130,11 @@ class IndexView:
         """Whether the page stored with ``fp`` confirms a match with ``signature``."""
         return confirmed(self._signatures.get(fp), signature, self.header.confirm_k)
 
+    def signature_distance(self, fp: int, signature: int | None) -> int | None:
+        """Bits between ``signature`` and the one stored with ``fp`` (None: either is absent)."""
+        stored = self._signatures.get(fp)
+        return None if stored is None or signature is None else (stored ^ signature).bit_count()
+
     @property
     def features(self) -> FeatureSettings:
         """The feature settings the stored fingerprints were made with."""

@@ -53,6 +53,7 @@ def check_page(
         "text_length": analysis.text_length,
         "language": analysis.language,
         "k": view.k,
+        "confirm_k": view.header.confirm_k,
         "radius": radius,
     }
     if analysis.fingerprint is None:
@@ -63,6 +64,7 @@ def check_page(
             "distance": d,
             "url": key,
             "fingerprint": to_hex(fp),
+            "signature_distance": view.signature_distance(fp, analysis.signature),
             "duplicate": d <= view.k and view.confirms(fp, analysis.signature),
         }
         for fp, d in view.near(analysis.fingerprint, radius)
@@ -89,17 +91,27 @@ def format_check(result: dict[str, Any]) -> str:
     lines.append(f"fingerprint   {result['fingerprint']}")
     matches = result["matches"]
     if result["verdict"] == "dropped":
-        first = matches[0]
+        first = next(m for m in matches if m["duplicate"])
         lines.append(
             f"verdict       DROPPED: near-duplicate of {first['url']} "
             f"(distance {first['distance']} <= k={result['k']})"
         )
+    elif any(m["distance"] <= result["k"] for m in matches):
+        lines.append(
+            f"verdict       KEPT: the stored pages within k={result['k']} differ in word order "
+            f"(signatures more than {result['confirm_k']} bits apart)"
+        )
     else:
         lines.append(f"verdict       KEPT: no stored page within k={result['k']}")
     lines += ["", f"stored pages within {result['radius']} bits ({len(matches)}):"]
+    lines += ["  bits  signature  verdict    fingerprint       url"] if matches else []
     lines += [
-        f"  {m['distance']:>2}  {'DUPLICATE' if m['duplicate'] else 'near     '}  "
-        f"{m['fingerprint']}  {m['url']}"
+        f"  {m['distance']:>4}  {_bits(m['signature_distance']):>9}  "
+        f"{'DUPLICATE' if m['duplicate'] else 'near     '}  {m['fingerprint']}  {m['url']}"
         for m in matches
     ] or ["  (none)"]
     return "\n".join(lines)
+
+
+def _bits(distance: int | None) -> str:
+    return "-" if distance is None else str(distance)
