@@ -6,9 +6,10 @@ fingerprint, then ``NearDupePipeline.process_item`` decides it against the embed
 writes the JSONL report, exactly as in a crawl. About 30% of the pages are near-duplicates
 (1-3 bits away from an earlier page). Every ``--every`` pages it prints the process RSS, the
 RSS again after glibc's ``malloc_trim`` (the allocator keeps a few MB of freed run-merge
-buffers otherwise), the index's own arrays (``BlockIndex.nbytes``: 32 B per fingerprint plus
-run directories) and trimmed RSS minus those arrays, which must stay flat once warm (SQLite's
-page cache and the pipeline's bounded page memory fill up during the first interval).
+buffers otherwise), the index's own arrays (``BlockIndex.nbytes``: 8 B per fingerprint and
+table plus run directories) and trimmed RSS minus those arrays, which must stay flat once
+warm (SQLite's page cache and the pipeline's bounded page memory fill up during the first
+interval).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from nearDupe.pipeline import NearDupePipeline
 
 MB = 1 << 20
 _MASK = (1 << 64) - 1
+#: Offset of the page numbers whose splitmix64 are the signatures.
+_SIGNATURES = 1 << 40
 
 
 def rss() -> int:
@@ -63,8 +66,9 @@ def splitmix64(n: int) -> int:
     return z ^ (z >> 31)
 
 
-def fingerprints(pages: int, dup_share: float, seed: int = 1) -> Iterator[tuple[int, bool]]:
-    """(fingerprint, is_near_duplicate): new pages, and copies of earlier ones 1-3 bits off.
+def fingerprints(pages: int, dup_share: float, seed: int = 1) -> Iterator[tuple[int, int, bool]]:
+    """(fingerprint, signature, is_near_duplicate): new pages, and copies of earlier ones with
+    1-3 bits of each changed.
 
     The originals are recomputed from their number, so the generator itself uses no memory.
     """
@@ -72,13 +76,16 @@ def fingerprints(pages: int, dup_share: float, seed: int = 1) -> Iterator[tuple[
     originals = 0
     for _ in range(pages):
         if originals and rng.random() < dup_share:
-            fp = splitmix64(rng.randrange(originals))
+            n = rng.randrange(originals)
+            fp, signature = splitmix64(n), splitmix64(n + _SIGNATURES)
             for bit in rng.sample(range(64), rng.randint(1, 3)):
                 fp ^= 1 << bit
-            yield fp, True
+            for bit in rng.sample(range(64), rng.randint(1, 3)):
+                signature ^= 1 << bit
+            yield fp, signature, True
         else:
             originals += 1
-            yield splitmix64(originals - 1), False
+            yield splitmix64(originals - 1), splitmix64(originals - 1 + _SIGNATURES), False
 
 
 async def soak(pages: int, every: int, directory: Path) -> None:
@@ -103,10 +110,10 @@ async def soak(pages: int, every: int, directory: Path) -> None:
     )
     kept = dropped = missed = 0
     previous = None
-    for n, (fp, is_dup) in enumerate(fingerprints(pages, 0.3), 1):
+    for n, (fp, signature, is_dup) in enumerate(fingerprints(pages, 0.3), 1):
         url = f"https://site{n % 97}.example/page/{n}"
         item = {"url": url, "title": "t"}
-        links.attach(item, url, Analysis("", fp, "en"))
+        links.attach(item, url, Analysis("", fp, "en", signature=signature))
         try:
             await pipeline.process_item(item)
             kept += 1
