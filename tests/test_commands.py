@@ -295,3 +295,33 @@ def test_logstats_message_and_settings() -> None:
         NearDupeLogStats.from_crawler(get_crawler(settings_dict={"LOGSTATS_INTERVAL": 0}))
     enabled = NearDupeLogStats.from_crawler(get_crawler(settings_dict={"LOGSTATS_INTERVAL": 5}))
     assert enabled.interval == 5
+
+
+def test_clusters_respect_signatures(tmp_path: Path) -> None:
+    """Two kept pages within k whose signatures differ (same words, other order) are two
+    clusters; a dropped copy joins the page it duplicates."""
+    from nearDupe.commands._index import IndexView
+    from nearDupe.commands.clusters import find_clusters, pages_of
+    from nearDupe.store import EmbeddedIndex, IndexHeader
+
+    a, signature = 0x0F0F_1234_5678_9ABC, 0x1111_2222_3333_4444
+    b, c = a ^ 0b11, a ^ 0b100
+    with EmbeddedIndex(tmp_path, IndexHeader(design="blocks-8-9", k=8, confirm_k=14)) as index:
+        assert index.check_and_add(a, "https://a", signature) is None
+        assert index.check_and_add(b, "https://b", ~signature & (2**64 - 1)) is None
+        assert index.check_and_add(c, "https://c", signature ^ 1).key == "https://a"
+    view = IndexView.from_directory(tmp_path)
+    report = [
+        {
+            "url": "https://c",
+            "decision": "dropped",
+            "fingerprint": f"{c:016x}",
+            "duplicate_of": "https://a",
+        }
+    ]
+    pages = pages_of(view, report)
+    assert [sorted(p.url for p in cl.pages) for cl in find_clusters(pages, 8)] == [
+        ["https://a", "https://b", "https://c"]
+    ]
+    clusters = find_clusters(pages, 8, confirm_k=14)
+    assert [sorted(p.url for p in cl.pages) for cl in clusters] == [["https://a", "https://c"]]

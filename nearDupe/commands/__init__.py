@@ -142,7 +142,9 @@ class NearDupeCommand(ScrapyCommand):
 
         view = self._view(config)
         pages = pages_of(view, self._decisions(config, opts))
-        clusters = find_clusters(pages, self._k(view, opts), max(1, opts.min_size))
+        clusters = find_clusters(
+            pages, self._k(view, opts), max(1, opts.min_size), view.header.confirm_k
+        )
         lines = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in clusters)
         if opts.output and opts.output != "-":
             Path(opts.output).write_text(lines, encoding="utf-8")

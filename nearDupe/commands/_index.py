@@ -130,6 +130,10 @@ class IndexView:
         """Whether the page stored with ``fp`` confirms a match with ``signature``."""
         return confirmed(self._signatures.get(fp), signature, self.header.confirm_k)
 
+    def signature(self, fp: int) -> int | None:
+        """The signature of the first page stored with ``fp`` (None if it has none)."""
+        return self._signatures.get(fp)
+
     def signature_distance(self, fp: int, signature: int | None) -> int | None:
         """Bits between ``signature`` and the one stored with ``fp`` (None: either is absent)."""
         stored = self._signatures.get(fp)

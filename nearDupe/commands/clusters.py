@@ -11,6 +11,7 @@ import numpy as np
 
 from nearDupe.commands._index import IndexView, neighbours
 from nearDupe.simhash import hamming, to_hex
+from nearDupe.store.base import confirmed
 
 #: Above this many distinct fingerprints a cluster's max_distance is taken over its edges only.
 _PAIRWISE_LIMIT = 200
@@ -18,11 +19,13 @@ _PAIRWISE_LIMIT = 200
 
 @dataclass(frozen=True)
 class Page:
-    """One page: its URL, fingerprint and whether the index stores it (it was kept)."""
+    """One page: its URL, fingerprint, whether the index stores it (it was kept), and its
+    signature (a dropped page from a report: that of the page it duplicates)."""
 
     url: str
     fingerprint: int
     stored: bool
+    signature: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,26 +54,35 @@ class Cluster:
 def pages_of(view: IndexView, decisions: list[dict[str, Any]] | None = None) -> list[Page]:
     """Stored pages, then pages of a report that carry a fingerprint (each URL once)."""
     pages, seen = [], set()
+    signature_of: dict[str, int | None] = {}
     for fp, key in zip(view.fps.tolist(), view.keys, strict=True):
         if key not in seen:
             seen.add(key)
-            pages.append(Page(key, fp, True))
+            signature_of[key] = view.signature(fp)
+            pages.append(Page(key, fp, True, signature_of[key]))
     for line in decisions or []:
         url, fp = line.get("url"), line.get("fingerprint")
         if url and fp and url not in seen:
             seen.add(url)
-            pages.append(Page(url, int(fp, 16), False))
+            signature = signature_of.get(line.get("duplicate_of") or "")
+            pages.append(Page(url, int(fp, 16), False, signature))
     return pages
 
 
-def find_clusters(pages: list[Page], k: int, min_size: int = 2) -> list[Cluster]:
-    """Connected groups of pages within distance k of each other, biggest first."""
+def find_clusters(
+    pages: list[Page], k: int, min_size: int = 2, confirm_k: int = 64
+) -> list[Cluster]:
+    """Connected groups of pages within distance k of each other whose signatures (where
+    known) are within ``confirm_k``, as the index decides, biggest first."""
     if not pages:
         return []
     fps = np.array([p.fingerprint for p in pages], dtype=np.uint64)
     unique = np.unique(fps)
     slot = {fp: i for i, fp in enumerate(unique.tolist())}
     parent = list(range(len(unique)))
+    signature: dict[int, int | None] = {}
+    for page in pages:
+        signature.setdefault(page.fingerprint, page.signature)
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -81,6 +93,8 @@ def find_clusters(pages: list[Page], k: int, min_size: int = 2) -> list[Cluster]
     edge_max = [0] * len(unique)
     for i, near in enumerate(neighbours(unique, k)):
         for other, d in near:
+            if not confirmed(signature[int(unique[i])], signature[other], confirm_k):
+                continue
             a, b = root(i), root(slot[other])
             if a != b:
                 parent[b] = a

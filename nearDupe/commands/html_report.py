@@ -67,7 +67,7 @@ def build_report(
     source: str | None = None,
 ) -> str:
     """The whole HTML page."""
-    clusters = find_clusters(pages_of(view, decisions), k)
+    clusters = find_clusters(pages_of(view, decisions), k, confirm_k=view.header.confirm_k)
     pairs = close_kept_pairs(view, k)
     counts = decision_counts(decisions) if decisions is not None else None
     generated = datetime.datetime.now().isoformat(sep=" ", timespec="seconds")
