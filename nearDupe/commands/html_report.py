@@ -45,7 +45,8 @@ ul.pages{margin:0;padding:0;list-style:none}ul.pages li{margin:2px 0}
 
 
 def close_kept_pairs(view: IndexView, k: int, above: int = ABOVE_K) -> list[tuple[int, str, str]]:
-    """(distance, url, url) of stored pages k+1..k+above bits apart: look here when tuning k."""
+    """(distance, url, url) of stored pages up to k+above bits apart: look here when tuning
+    k (pairs within k were kept because their signatures differ)."""
     if len(view) < 2:
         return []
     unique = np.unique(view.fps)
@@ -53,7 +54,7 @@ def close_kept_pairs(view: IndexView, k: int, above: int = ABOVE_K) -> list[tupl
     pairs = set()
     for fp, near in zip(unique.tolist(), view.among_stored(k + above), strict=True):
         for other, d in near:
-            if k < d and fp < other:
+            if fp < other:
                 pairs.add((d, keys[fp][0], keys[other][0]))
     return sorted(pairs)
 
@@ -198,9 +199,10 @@ def _clusters(clusters: list[Cluster], top: int, with_report: bool) -> str:
 
 def _pairs(pairs: list[tuple[int, str, str]], k: int, limit: int = 50) -> str:
     title = (
-        f"<h2>Closest kept pairs just above k ({len(pairs):,} pairs {k + 1}–{k + ABOVE_K} bits "
-        "apart)</h2><p class='note'>Both pages were kept. If these look like "
-        "duplicates, raise NEARDUPE_K; if pairs within k above are different pages, lower it.</p>"
+        f"<h2>Closest kept pairs ({len(pairs):,} pairs up to {k + ABOVE_K} bits apart)</h2>"
+        "<p class='note'>Both pages were kept. Pairs within k were told apart by their word-pair "
+        "signatures (NEARDUPE_CONFIRM_K). If pairs just above k look like duplicates, raise "
+        "NEARDUPE_K; if the drops above are different pages, lower it.</p>"
     )
     if not pairs:
         return f"{title}<div class='panel'>No kept pages this close.</div>"
