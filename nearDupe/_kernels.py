@@ -57,7 +57,7 @@ def _record(fp, d, out, n_out):
     return n_out + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def directory(row, bits):
     """Start offset in the sorted row of every value of its top ``bits`` bits (plus the end)."""
     size = 1 << bits
@@ -105,7 +105,7 @@ def _scan(row, lo, hi, qp, p, k, out, n_out):
     return n_out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def query_run(keys, dirs, q, k, perm, out, n_out):
     """Add to ``out`` the fingerprints of one sorted run within distance k of q.
 
@@ -123,7 +123,7 @@ def query_run(keys, dirs, q, k, perm, out, n_out):
     return n_out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def query_buffer(buf, n, q, k, out, n_out):
     """Add to ``out`` the first n fingerprints of an unsorted buffer within distance k of q."""
     for i in range(n):
@@ -133,7 +133,7 @@ def query_buffer(buf, n, q, k, out, n_out):
     return n_out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def query_run_many(keys, dirs, qs, k, perm, out, n_out):
     """query_run for each qs[i], into out[i] and n_out[i], one table at a time.
 
@@ -157,7 +157,7 @@ def query_run_many(keys, dirs, qs, k, perm, out, n_out):
             n_out[i] = _scan(row, lo[i], hi[i], qp[i], p, k, out[i], n_out[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def query_buffer_many(buf, n, qs, k, out, n_out):
     """query_buffer for each qs[i], into out[i] and n_out[i]."""
     for i in range(qs.shape[0]):

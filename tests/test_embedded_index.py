@@ -237,3 +237,41 @@ def test_kill_9_keeps_committed_pages(tmp_path: Path) -> None:
         assert index.query(12345, 0) == []
         fp, key = pages[3]
         assert index.check_and_add(fp ^ 0b101, "dupe") == Match(key, fp, 2)
+
+
+def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(tmp_path: Path) -> None:
+    """Inline while the index is small; past the threshold, in the store's own thread (in
+    order, so check-and-add stays atomic), with the same answers."""
+    import asyncio
+    import threading
+
+    from nearDupe.store import EmbeddedStore
+
+    index = EmbeddedIndex(tmp_path, IndexHeader(design="blocks-8-9", k=8))
+    threads: list[str] = []
+    check_and_add = index.check_and_add
+
+    def spy(*args: object) -> Match | None:
+        threads.append(threading.current_thread().name)
+        return check_and_add(*args)  # type: ignore[arg-type]
+
+    index.check_and_add = spy  # type: ignore[method-assign]
+    store = EmbeddedStore(index, off_loop_candidates=10)  # 9 tables: ~150 pages
+    fps = np.random.default_rng(3).integers(0, 2**64, 400, dtype=np.uint64).tolist()
+
+    async def body() -> None:
+        results = await asyncio.gather(
+            *(store.check_and_add(fp, f"k{i}") for i, fp in enumerate(fps))
+        )
+        assert results == [None] * len(fps)
+        copies = await asyncio.gather(*(store.check_and_add(fp ^ 1, "copy") for fp in fps[:50]))
+        assert [m.key for m in copies] == [f"k{i}" for i in range(50)]
+        assert await store.count() == len(fps)
+        await store.close()
+
+    asyncio.run(body())
+    assert threads[0] == threading.main_thread().name
+    assert threads[-1].startswith("neardupe-index")
+    moved = threads.index(next(t for t in threads if t.startswith("neardupe-index")))
+    assert all(t.startswith("neardupe-index") for t in threads[moved:]), "the switch is one way"
+    assert 100 < moved < 250
