@@ -18,7 +18,7 @@ from twisted.internet.task import deferLater
 
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text
-from nearDupe.errors import NearDupeError, NearDuplicate
+from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.links import ItemLinks
 from nearDupe.report import Decision, ReportWriter
 from nearDupe.store import Store, open_store
@@ -69,7 +69,19 @@ class NearDupePipeline:
         self._load_backlog()
         if self.config.report:
             self.report = ReportWriter(self.config.report)
-        size = await self.store.count()
+        try:
+            size = await self.store.count()
+        except StoreUnavailable as exc:
+            # Not a bad index, an absent one: keep items and record them when it answers.
+            logger.error(
+                "nearDupe: index %s unreachable at start (%s); keeping items unchecked for "
+                "%.0f s and recording their fingerprints later",
+                self.config.index,
+                exc,
+                _RETRY_AFTER,
+            )
+            self._down_until = time.monotonic() + _RETRY_AFTER
+            return
         self.stats.set_value("neardupe/index_size", size)
         logger.info(
             "nearDupe: index %s (%s, k=%d) holds %d pages",
@@ -78,6 +90,8 @@ class NearDupePipeline:
             self.config.k,
             size,
         )
+        if self._backlog:  # pages kept by an earlier crawl go in before this crawl's copies
+            await self._replay_backlog()
 
     def _store_options(self) -> dict[str, Any]:
         if self.config.is_redis:

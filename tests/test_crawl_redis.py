@@ -101,3 +101,77 @@ def test_redis_killed_and_restarted_mid_crawl(redis, tmp_path: Path) -> None:
     # (or, if it turned out to copy a page stored meanwhile, that page is).
     found = asyncio.run(stored([int(line["fingerprint"], 16) for line in kept]))
     assert all(found), [line for line, ok in zip(kept, found, strict=True) if not ok]
+
+
+def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
+    redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis unreachable for a whole crawl: items are kept, their fingerprints and signatures
+    saved at close; the next crawl records them first, so a copy it meets is dropped."""
+    import json
+    import socket
+
+    from scrapy.utils.project import data_path
+    from scrapy.utils.test import get_crawler
+
+    import nearDupe.pipeline
+    from nearDupe.analysis import Analysis
+    from nearDupe.errors import NearDuplicate
+    from nearDupe.pipeline import NearDupePipeline
+
+    monkeypatch.setattr(nearDupe.pipeline, "_CLOSE_PATIENCE", 0.5)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    name = f"pending-{tmp_path.name}"
+    pending = Path(data_path(f"neardupe-pending-{name}.jsonl"))
+    pages = [(0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321), (0x0F0F_0F0F_F0F0_F0F0, 77)]
+
+    async def crawl(index: str, items: list[tuple[str, int, int]]) -> list[str]:
+        crawler = get_crawler(
+            settings_dict={
+                "NEARDUPE_INDEX": index,
+                "NEARDUPE_INDEX_NAME": name,
+                "NEARDUPE_WORKERS": 0,
+            }
+        )
+        pipeline = NearDupePipeline.from_crawler(crawler)
+        await pipeline.open_spider()
+        decisions = []
+        for url, fp, signature in items:
+            item = {"url": url}
+            pipeline.links.attach(item, url, Analysis("", fp, "en", signature=signature))
+            try:
+                await pipeline.process_item(item)
+                decisions.append("kept")
+            except NearDuplicate as drop:
+                decisions.append(str(drop))
+        await pipeline.close_spider()
+        return decisions
+
+    try:
+        first = [(f"http://a/{i}", fp, sig) for i, (fp, sig) in enumerate(pages)]
+        assert asyncio.run(crawl(dead, first)) == ["kept", "kept"]
+        lines = [json.loads(line) for line in pending.read_text().splitlines()]
+        assert lines == [[fp, url, sig] for url, fp, sig in first]
+        with pending.open("a") as f:  # a line from before signatures: still recorded
+            f.write(json.dumps([0x5555_0000_5555_0000, "http://old/1"]) + "\n")
+
+        (fp, sig), copy = pages[0], ("http://b/0", pages[0][0] ^ 0b101, pages[0][1] ^ 1)
+        decisions = asyncio.run(crawl(redis.url, [copy]))
+        assert decisions == ["near-duplicate of http://a/0 (distance 2): http://b/0"]
+        assert not pending.exists()
+
+        async def stored() -> list[tuple[int, str, int | None]]:
+            async with RedisStore.from_url(redis.url, PLUGIN_HEADER, name=name) as store:
+                return sorted(await store.pages())
+
+        assert asyncio.run(stored()) == sorted(
+            [
+                (fp, "http://a/0", sig),
+                (pages[1][0], "http://a/1", 77),
+                (0x5555_0000_5555_0000, "http://old/1", None),
+            ]
+        )
+    finally:
+        pending.unlink(missing_ok=True)
