@@ -266,15 +266,32 @@ class NearDupePipeline:
     def _load_backlog(self) -> None:
         if self._pending_path.exists():
             with self._pending_path.open(encoding="utf-8") as f:
-                for line in f:
+                for number, line in enumerate(f, 1):
                     if line.strip():
-                        fp, url, *signature = json.loads(line)  # no signature: older files
-                        self._backlog.append((fp, url, signature[0] if signature else None))
+                        self._load_pending_line(line, number)
             self._pending_path.unlink()
             logger.info(
                 "nearDupe: %d fingerprints from an earlier crawl wait to be recorded",
                 len(self._backlog),
             )
+
+    def _load_pending_line(self, line: str, number: int) -> None:
+        try:
+            fp, url, *signature = json.loads(line)  # no signature: written before signatures
+            page = (
+                int(fp),
+                str(url),
+                int(signature[0]) if signature and signature[0] is not None else None,
+            )
+        except (ValueError, TypeError) as exc:
+            logger.warning(
+                "nearDupe: line %d of %s is unreadable (%s); skipped",
+                number,
+                self._pending_path,
+                exc,
+            )
+            return
+        self._backlog.append(page)
 
     @property
     def _pending_path(self) -> Path:

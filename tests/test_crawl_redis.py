@@ -156,6 +156,7 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         assert lines == [[fp, url, sig] for url, fp, sig in first]
         with pending.open("a") as f:  # a line from before signatures: still recorded
             f.write(json.dumps([0x5555_0000_5555_0000, "http://old/1"]) + "\n")
+            f.write('{"damaged\n[1]\n')  # unreadable lines: skipped with a warning
 
         (fp, sig), copy = pages[0], ("http://b/0", pages[0][0] ^ 0b101, pages[0][1] ^ 1)
         decisions = asyncio.run(crawl(redis.url, [copy]))
