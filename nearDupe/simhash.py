@@ -17,7 +17,8 @@ ALGORITHM_VERSION = 3
 _WEIGHT_SCALE = 1000
 
 
-#: Seed of the feature hashes of the confirmation signature (word pairs, see :func:`signature`).
+#: Seed of the feature hashes of the confirmation signature (word pairs): see
+#: :func:`fingerprint_and_signature`.
 SIGNATURE_SEED = 0x6E64_7369_676E_6174
 
 

@@ -15,6 +15,7 @@ from nearDupe._settings import Config
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
+from nearDupe.simhash import hamming
 from nearDupe.store.base import IndexHeader, confirmed
 from nearDupe.store.embedded import to_unsigned
 
@@ -128,7 +129,7 @@ class IndexView:
 
     def confirms(self, fp: int, signature: int | None) -> bool:
         """Whether the page stored with ``fp`` confirms a match with ``signature``."""
-        return confirmed(self._signatures.get(fp), signature, self.header.confirm_k)
+        return confirmed(self.signature(fp), signature, self.header.confirm_k)
 
     def signature(self, fp: int) -> int | None:
         """The signature of the first page stored with ``fp`` (None if it has none)."""
@@ -136,8 +137,8 @@ class IndexView:
 
     def signature_distance(self, fp: int, signature: int | None) -> int | None:
         """Bits between ``signature`` and the one stored with ``fp`` (None: either is absent)."""
-        stored = self._signatures.get(fp)
-        return None if stored is None or signature is None else (stored ^ signature).bit_count()
+        stored = self.signature(fp)
+        return None if stored is None or signature is None else hamming(stored, signature)
 
     @property
     def features(self) -> FeatureSettings:

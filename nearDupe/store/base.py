@@ -7,7 +7,7 @@ from typing import Any
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
-from nearDupe.simhash import ALGORITHM_VERSION
+from nearDupe.simhash import ALGORITHM_VERSION, hamming
 
 #: Version of the on-disk / in-Redis layout (not of the fingerprint algorithm).
 FORMAT_VERSION = 2
@@ -23,7 +23,7 @@ def confirmed(stored: int | None, signature: int | None, confirm_k: int) -> bool
     """
     if stored is None or signature is None or confirm_k >= _SIGNATURE_BITS:
         return True
-    return (stored ^ signature).bit_count() <= confirm_k
+    return hamming(stored, signature) <= confirm_k
 
 
 @dataclass(frozen=True)
