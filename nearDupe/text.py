@@ -77,6 +77,13 @@ _RIVAL_MAX_LINKS = 0.25
 #: Share of Han/kana characters above which a text is Chinese or Japanese.
 _CJK_SHARE = 0.3
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+#: Readability's commas can also rank a site footer (contact lines and legal notices, full of
+#: commas and colons) above a short article: a top candidate of at most _FOOTER_MAX_CHARS
+#: characters with a legal line, whose text is at least _FOOTER_SHARE furniture lines, is
+#: passed over (at most _FOOTER_SKIPS times).
+_FOOTER_MAX_CHARS = 1000
+_FOOTER_SHARE = 0.5
+_FOOTER_SKIPS = 3
 
 #: Template furniture around the article that readability keeps (see _trim_edges): lines at
 #: either edge of the extracted text that are mostly link text (up to _FURNITURE_LINK_CHARS),
@@ -167,6 +174,11 @@ class _Readability(Document):
         return copy.deepcopy(input)
 
     def select_best_candidate(self, candidates: dict) -> dict | None:
+        for _ in range(_FOOTER_SKIPS):
+            top = max(candidates.values(), key=lambda c: c["content_score"], default=None)
+            if top is None or not _is_footer(top["elem"]):
+                break
+            del candidates[top["elem"]]
         best = super().select_best_candidate(candidates)
         self.found_candidate = best is not None
         self._rivals = []
@@ -344,6 +356,17 @@ def _block_lines(
             if in_link:
                 linked += _dense_length(piece)
     return lines
+
+
+def _is_footer(elem: lxml.html.HtmlElement) -> bool:
+    """Whether a short block is a site footer: a legal line, and mostly furniture lines."""
+    if _text_length(elem) > _FOOTER_MAX_CHARS:
+        return False
+    lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+    if not any(_LEGAL_LINE.search(line) is not None for line, _ in lines):
+        return False
+    furniture = sum(len(line) for line, links in lines if _is_furniture(line, links))
+    return furniture >= _FOOTER_SHARE * sum(len(line) for line, _ in lines)
 
 
 def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:

@@ -252,6 +252,25 @@ def test_comment_thread_does_not_replace_short_article() -> None:
     assert "网友" not in text
 
 
+SITE_FOOTER_ZH = (
+    "<div id='tail'><p><a href='/a'>关于我们</a>，<a href='/c'>联系我们</a>，"
+    "<a href='/ad'>广告服务</a>，<a href='/m'>网站地图</a>，<a href='/h'>帮助中心</a></p>"
+    "<p>联系电话：010-12345678，传真：010-12345679，邮箱：web@example.cn，地址：北京市海淀区</p>"
+    "<p>Copyright © 2004 Example Inc. All Rights Reserved，版权所有，未经授权，不得转载</p>"
+    "<p>京ICP备12345678号，京公网安备11010802000001号，违法和不良信息举报电话：12377</p></div>"
+)
+
+
+def test_site_footer_does_not_outrank_a_short_article() -> None:
+    # The footer's commas outscore a one-paragraph article: it is passed over, not kept.
+    article = SHORT_ARTICLES_ZH[0][:60] + "。"
+    page = (
+        f"<html><body><table><tr><td class='l17'>{article}</td></tr></table>"
+        f"{SITE_FOOTER_ZH}</body></html>"
+    )
+    assert extract_main_text(page) == article
+
+
 # The same article in two templates that wrap it in different furniture, inside the element
 # readability picks: a byline and date, a share bar, a tag list, teasers and a copyright line.
 _BODY_HTML = "".join(f"<p>{s}</p>" for s in ARTICLE)
