@@ -123,16 +123,26 @@ _LEGAL_LINE = re.compile(
     r"未经.{0,6}(?:许可|授权)|不得转载",
     re.I,
 )
-_DATE = re.compile(
+_DAY = (
     r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?"
     r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
     r"(?:st|nd|rd|th)?,?\s+\d{4}"
     r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
     r"[a-z]*\.?,?\s+\d{4}"
-    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?"
-    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
-    re.I,
 )
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?"
+_DATE = re.compile(rf"{_DAY}|{_TIME}|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.I)
+#: A comment thread: at least _THREAD_STAMPS lines that are a post's stamp (a day and a time
+#: of day, no sentence, at most _FURNITURE_META_CHARS characters), after at least
+#: _THREAD_MIN_PROSE characters of sentences. Readability's chosen element can hold the
+#: article and the comments or replies under it (table layouts name neither): they are cut
+#: from the first stamp (and the up to _TITLE_RUN short lines above it that end no sentence,
+#: the commenter's name or a "comments" heading) on. A day without a time (a timeline, a dated
+#: list) is not a stamp.
+_THREAD_STAMPS = 3
+_THREAD_MIN_PROSE = 50
+_DAY_RE = re.compile(_DAY, re.I)
+_TIME_RE = re.compile(_TIME, re.I)
 _DATE_WORDS = re.compile(
     r"\b(?:updated|published|posted|last|on|at|est|edt|pst|pdt|gmt|utc|et|pt)\b", re.I
 )
@@ -251,7 +261,7 @@ class _Readability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = _block_lines(self.html, _NON_TEXT_TAGS | {"h1"}, _NON_TEXT_CLASS)
-        return "\n".join(line for line, _ in _trim_edges(lines))
+        return "\n".join(line for line, _ in _trim_edges(_cut_comment_thread(lines)))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.
@@ -384,6 +394,34 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
     for elem in found:
         if elem.getparent() is not None and _text_length(elem) <= _FURNITURE_BLOCK_SHARE * total:
             elem.drop_tree()
+
+
+def _cut_comment_thread(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The lines before the comment thread that follows the article, if there is one."""
+    stamps = [i for i, (line, _) in enumerate(lines) if _is_stamp(line)]
+    for first in stamps[: len(stamps) - _THREAD_STAMPS + 1]:
+        start = first
+        while start > 0 and first - start < _TITLE_RUN and _is_heading(lines[start - 1][0]):
+            start -= 1
+        prose = sum(len(line) for line, _ in lines[:start] if _SENTENCE_END.search(line))
+        if prose >= _THREAD_MIN_PROSE:
+            return lines[:start]
+    return lines
+
+
+def _is_heading(line: str) -> bool:
+    """A short line that does not end a sentence: a name above a post, a "comments" label."""
+    return len(line) <= _FURNITURE_META_CHARS and _SENTENCE_END.search(line[-1]) is None
+
+
+def _is_stamp(line: str) -> bool:
+    """A post's date and time line ("引用 回复 (2) 2004-12-13 09:02:13"), no sentence."""
+    return (
+        len(line) <= _FURNITURE_META_CHARS
+        and _SENTENCE_END.search(_DATE.sub(" ", line)) is None
+        and _DAY_RE.search(line) is not None
+        and _TIME_RE.search(line) is not None
+    )
 
 
 def _trim_edges(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:

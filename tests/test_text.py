@@ -354,3 +354,45 @@ def test_a_subtitle_not_followed_by_furniture_is_kept() -> None:
         f"{_BODY_HTML}</div></body></html>"
     )
     assert extract_main_text(page).split("\n") == ["How the river park grew", *ARTICLE]
+
+
+def _page_with_thread(article: str, stamps: list[str], replies: list[str]) -> str:
+    # One layout row holds the article and the replies under it; nothing is named.
+    thread = "".join(
+        f"<tr><td>user{i}[219.130.79.*] 认为：</td><td>{stamp}</td></tr>"
+        f"<tr><td colspan='2'>{reply}</td></tr>"
+        for i, (stamp, reply) in enumerate(zip(stamps, replies, strict=True))
+    )
+    return (
+        f"<html><body><table><tr><td><table><tr><td colspan='2'><p>{article}</p></td></tr>"
+        f"<tr><td colspan='2'>热门评论</td></tr>{thread}</table></td></tr></table></body></html>"
+    )
+
+
+REPLIES_ZH = [
+    "赞同楼上所说的，其实好多东西都是国内制造的，只不过转了个圈，被贴上别人的标签而已。",
+    "我穿了十年这种鞋了，没想过要跳得高，主要是为了减轻着地时对脚的震荡，感觉还不错。",
+    "说一下价格，工厂供货价二十美元，商店里卖一百美元以上，中间的差价都去了哪里呢？",
+    "这篇报道说得有道理，希望有关部门能够重视起来，认真调查一下，给消费者一个交代。",
+]
+
+
+def test_comment_thread_under_a_short_article_is_cut() -> None:
+    article = SHORT_ARTICLES_ZH[1]
+    stamps = [f"引用 投诉 支持 ({i}) 2004-12-1{i} 09:0{i}:13" for i in range(4)]
+    text = extract_main_text(_page_with_thread(article, stamps, REPLIES_ZH))
+    assert text == article
+
+
+def test_english_comment_stamps_are_recognised() -> None:
+    stamps = [f"Reply · Jan. {i + 3}, 2019 at 3:0{i} p.m." for i in range(3)]
+    replies = [f"I agree with the writer on this point, thanks. {s}" for s in ARTICLE]
+    text = extract_main_text(_page_with_thread(ARTICLE[0], stamps, replies))
+    assert text == ARTICLE[0]
+
+
+def test_a_timeline_of_days_is_not_a_comment_thread() -> None:
+    # Dated lines without a time of day are the article's own (a timeline), never cut.
+    days = [f"2019年{i}月{i + 10}日" for i in range(1, 5)]
+    text = extract_main_text(_page_with_thread(SHORT_ARTICLES_ZH[1], days, REPLIES_ZH))
+    assert all(reply in text for reply in REPLIES_ZH)
