@@ -354,11 +354,15 @@ def _prepare(
 
 def _holds_one_article(t: Template, root: lxml.html.HtmlElement, path: tuple[int, ...]) -> bool:
     """Whether a body put in the template is most of the extracted text and no copy of the
-    template's own article survives elsewhere (list pages, hidden duplicates are not used)."""
-    from nearDupe.text import extract_main_text
+    template's own article survives elsewhere (list pages, hidden duplicates are not used).
+
+    Judged with stock readability, not nearDupe's extractor: the cases must not change when
+    the extractor under test does.
+    """
+    from extraction_eval import readability_text_content
 
     probe = _PROBE_ZH if t.lang == "zh" else _PROBE_EN
-    text = extract_main_text(render(root, path, ([], probe, [], probe[0][:20])))
+    text = readability_text_content(render(root, path, ([], probe, [], probe[0][:20])))
     units = _units(text)
     probe_units = set(_units(" ".join(probe)))
     own = set(_units(t.truth)) - probe_units
