@@ -77,10 +77,11 @@ _RIVAL_MAX_LINKS = 0.25
 #: Share of Han/kana characters above which a text is Chinese or Japanese.
 _CJK_SHARE = 0.3
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-#: Readability's commas can also rank a site footer (contact lines and legal notices, full of
-#: commas and colons) above a short article: a top candidate of at most _FOOTER_MAX_CHARS
-#: characters with a legal line, whose text is at least _FOOTER_SHARE furniture lines, is
-#: passed over (at most _FOOTER_SKIPS times).
+#: Readability's commas and class bonuses can also rank page furniture above a short article:
+#: a site footer (contact lines and legal notices, full of commas) or an "article-subhead"
+#: byline and date box. A top candidate of at most _FOOTER_MAX_CHARS characters that is a
+#: date or byline among nothing but furniture lines, or a legal line among at least
+#: _FOOTER_SHARE furniture, is passed over (at most _FOOTER_SKIPS times, see _is_footer).
 _FOOTER_MAX_CHARS = 1000
 _FOOTER_SHARE = 0.5
 _FOOTER_SKIPS = 3
@@ -369,14 +370,18 @@ def _block_lines(
 
 
 def _is_footer(elem: lxml.html.HtmlElement) -> bool:
-    """Whether a short block is a site footer: a legal line, and mostly furniture lines."""
+    """Whether a short block is page furniture, not an article: a date or byline among nothing
+    but furniture lines (a byline box), or a legal line among mostly furniture (a footer)."""
     if _text_length(elem) > _FOOTER_MAX_CHARS:
         return False
     lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
-    if not any(_LEGAL_LINE.search(line) is not None for line, _ in lines):
-        return False
+    total = sum(len(line) for line, _ in lines)
     furniture = sum(len(line) for line, links in lines if _is_furniture(line, links))
-    return furniture >= _FOOTER_SHARE * sum(len(line) for line, _ in lines)
+    texts = [line for line, _ in lines]
+    if furniture == total and any(_META_LINE.search(x) or _is_date_line(x) for x in texts):
+        return True
+    legal = any(_LEGAL_LINE.search(line) is not None for line in texts)
+    return legal and furniture >= _FOOTER_SHARE * total
 
 
 def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:

@@ -271,6 +271,18 @@ def test_site_footer_does_not_outrank_a_short_article() -> None:
     assert extract_main_text(page) == article
 
 
+def test_byline_box_does_not_outrank_a_short_article() -> None:
+    # Both score readability's "article" class bonus; the byline and date box is passed over.
+    article = ARTICLE[0]
+    page = (
+        "<html><body><article class='article'><header class='article--header'>"
+        "<div class='articleHeader--subhead-right'><p>By Janie Har, Associated Press</p>"
+        "<p>Nov. 20, 2019 Updated: Nov. 20, 2019 1:35 a.m.</p></div></header>"
+        f"<section class='article--body'><p>{article}</p></section></article></body></html>"
+    )
+    assert extract_main_text(page) == article
+
+
 # The same article in two templates that wrap it in different furniture, inside the element
 # readability picks: a byline and date, a share bar, a tag list, teasers and a copyright line.
 _BODY_HTML = "".join(f"<p>{s}</p>" for s in ARTICLE)
