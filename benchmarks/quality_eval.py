@@ -41,7 +41,7 @@ from _quality_cases import (
 )
 
 import nearDupe.features as _features
-from nearDupe._settings import DEFAULTS, EMBEDDED_K
+from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, normalize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
@@ -65,7 +65,7 @@ CURRENT = "words tfidf (current)"
 RECOMMENDED = CURRENT
 #: The plugin's default k and confirmation distance; the k sweeps cover 0..10.
 K = EMBEDDED_K
-CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
+CONFIRM_K = EMBEDDED_CONFIRM_K
 #: confirm_k that accepts every candidate (no confirmation).
 NO_CONFIRM = 64
 CURRENT_MIN_LENGTH = 200

@@ -15,9 +15,14 @@ from nearDupe.features import FeatureSettings
 from nearDupe.store.base import IndexHeader
 
 #: Default k of the embedded index, from the figures (README "How well it works").
-EMBEDDED_K = 8
+EMBEDDED_K = 10
 #: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8 (README "Redis").
 REDIS_K = 6
+#: Default signature distance with the embedded index's k: tighter than Redis's, so that the
+#: wider k does not join more look-alike texts (README "How well it works").
+EMBEDDED_CONFIRM_K = 12
+#: Default signature distance with a Redis index (at its smaller k).
+REDIS_CONFIRM_K = 14
 
 #: Every setting nearDupe reads, with its default (documented in the README's table).
 DEFAULTS: dict[str, object] = {
@@ -26,7 +31,7 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
     "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (README "How well")
-    "NEARDUPE_CONFIRM_K": 14,  # word-pair signature distance a match within k must also have
+    "NEARDUPE_CONFIRM_K": None,  # None: EMBEDDED_CONFIRM_K, or REDIS_CONFIRM_K with Redis
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
@@ -75,7 +80,9 @@ class Config:
             raise ValueError(
                 f"NEARDUPE_K={k} must be within 0..{design.k} for design {design.name}"
             )
-        confirm_k = settings.getint("NEARDUPE_CONFIRM_K", DEFAULTS["NEARDUPE_CONFIRM_K"])
+        confirm_k = settings.getint(
+            "NEARDUPE_CONFIRM_K", REDIS_CONFIRM_K if shared else EMBEDDED_CONFIRM_K
+        )
         if not 0 <= confirm_k <= 64:
             raise ValueError(f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..64 (64: off)")
         workers = get("NEARDUPE_WORKERS")

@@ -66,7 +66,7 @@ def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
     stats = json.loads(proc.stdout)
     kept = result.stats["neardupe/kept"]
     assert stats["pages"] == kept == result.stats["neardupe/index_size"]
-    assert stats["header"]["design"] == "blocks-8-9" and stats["header"]["k"] == 8
+    assert stats["header"]["design"] == "blocks-10-11" and stats["header"]["k"] == 10
     assert stats["memory_bytes"] > 0 and stats["disk_bytes"] > 0
     assert sum(stats["nearest_distance"].values()) == kept
     # Kept pages are never within k of each other.
@@ -81,7 +81,7 @@ def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
 
     text = neardupe(tmp, "stats").stdout
     assert f"pages         {kept}" in text
-    assert "blocks-8-9 (k=8, 9 tables" in text and "nearest other stored page" in text
+    assert "blocks-10-11 (k=10, 11 tables" in text and "nearest other stored page" in text
 
 
 def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult]) -> None:

@@ -12,7 +12,13 @@ from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 
 from nearDupe import Addon, NearDuplicate
-from nearDupe._settings import DEFAULTS, EMBEDDED_K, REDIS_K, Config
+from nearDupe._settings import (
+    EMBEDDED_CONFIRM_K,
+    EMBEDDED_K,
+    REDIS_CONFIRM_K,
+    REDIS_K,
+    Config,
+)
 from nearDupe.addon import COMPONENTS
 from nearDupe.analysis import Analysis
 from nearDupe.links import ItemLinks
@@ -34,8 +40,8 @@ def test_addon_enables_every_component_once() -> None:
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
-    assert (config.k, config.design) == (EMBEDDED_K, "blocks-8-9") == (8, "blocks-8-9")
-    assert config.header.confirm_k == config.confirm_k == DEFAULTS["NEARDUPE_CONFIRM_K"]
+    assert (config.k, config.design) == (EMBEDDED_K, "blocks-10-11") == (10, "blocks-10-11")
+    assert config.header.confirm_k == config.confirm_k == EMBEDDED_CONFIRM_K == 12
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
@@ -44,12 +50,13 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
         6,
         "blocks-6-8",
     )
+    assert redis.confirm_k == REDIS_CONFIRM_K == 14
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:
     with pytest.raises(NotConfigured):
         Config.from_settings(Settings({"NEARDUPE_ENABLED": "False"}))
-    with pytest.raises(ValueError, match=r"NEARDUPE_K=8 must be within 0\.\.3"):
+    with pytest.raises(ValueError, match=r"NEARDUPE_K=10 must be within 0\.\.3"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_CONFIRM_K=65 must be within 0\.\.64"):
         Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "65"}))

@@ -120,13 +120,35 @@ def test_header_mismatch_names_the_file(tmp_path: Path) -> None:
     with EmbeddedIndex(tmp_path) as index:
         index.add(1, "a")
     with pytest.raises(IndexSettingsMismatch, match=r"pages\.sqlite3") as info:
-        EmbeddedIndex(tmp_path, IndexHeader.for_settings("10-table", 3))
-    assert str(tmp_path) in str(info.value) and "design" in str(info.value)
+        EmbeddedIndex(tmp_path, IndexHeader(features={"kind": "shingles"}))
+    assert str(tmp_path) in str(info.value) and "features" in str(info.value)
     with pytest.raises(IndexSettingsMismatch, match="algorithm"):
         EmbeddedIndex(tmp_path, IndexHeader(algorithm=999))
     # A failed open releases the lock.
     with EmbeddedIndex(tmp_path) as index:
         assert len(index) == 1
+
+
+def test_another_design_rebuilds_the_tables_from_the_pages(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An index built at k=8 (blocks-8-9) opened with the k=10 default: its pages are kept and
+    # searched at the new k; the new design is recorded and its snapshot used from then on.
+    pages = _pages(300, seed=5)
+    with EmbeddedIndex(tmp_path, IndexHeader(design="blocks-8-9", k=8)) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+    wider = IndexHeader(design="blocks-10-11", k=10)
+    caplog.set_level(logging.INFO, logger="nearDupe.store.embedded")
+    with EmbeddedIndex(tmp_path, wider) as index:
+        _assert_all_found(index, pages)
+        fp, key = pages[7]
+        assert index.query(fp ^ 0x3FF)[0] == Match(key, fp, 10)
+    assert "rebuilding its tables for design blocks-10-11 (was blocks-8-9)" in caplog.text
+    caplog.clear()
+    with EmbeddedIndex(tmp_path, wider) as index:
+        _assert_all_found(index, pages)
+    assert "rebuilding" not in caplog.text.lower()
 
 
 def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:

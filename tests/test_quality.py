@@ -20,7 +20,7 @@ from _quality_cases import (
     render,
 )
 
-from nearDupe._settings import DEFAULTS, EMBEDDED_K
+from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, is_short, normalize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming
@@ -37,7 +37,7 @@ def articles():
     return {a.id: a for a in load_articles(DATA)}
 
 
-CONFIRM_K = int(DEFAULTS["NEARDUPE_CONFIRM_K"])  # type: ignore[call-overload]
+CONFIRM_K = EMBEDDED_CONFIRM_K
 DEFAULT_K = EMBEDDED_K
 
 

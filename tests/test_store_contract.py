@@ -191,8 +191,11 @@ def test_header_mismatch_is_refused(backend: Backend) -> None:
         store = backend.open()
         await store.check_and_add(1, "a")
         await store.close()
-        with pytest.raises(IndexSettingsMismatch, match="design"):
-            backend.open(IndexHeader(design="10-table"))
+        with pytest.raises(IndexSettingsMismatch, match="features"):
+            backend.open(IndexHeader(features={"kind": "shingles"}))
+        if backend.kind == "redis":  # its buckets are the design (embedded re-tables)
+            with pytest.raises(IndexSettingsMismatch, match="design"):
+                backend.open(IndexHeader(design="10-table"))
         store = backend.open()
         assert await store.count() == 1
         await store.close()

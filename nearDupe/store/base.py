@@ -71,14 +71,15 @@ class IndexHeader:
         """As stored (JSON-able)."""
         return asdict(self)
 
-    def mismatches(self, stored: dict[str, Any]) -> list[str]:
+    def mismatches(self, stored: dict[str, Any], *, design: bool = True) -> list[str]:
         """Human-readable differences between this header and a stored one.
 
-        The distances (k, confirm_k) may differ: they are chosen per crawl, not stored.
+        The distances (k, confirm_k) may differ: they are chosen per crawl, not stored. So may
+        the design when ``design`` is false (a store that rebuilds its tables for a new one).
         """
-        wanted = self.to_dict()
+        free = ("k", "confirm_k") if design else ("k", "confirm_k", "design")
         return [
             f"{name}: index has {stored.get(name)!r}, settings ask for {value!r}"
-            for name, value in wanted.items()
-            if name not in ("k", "confirm_k") and stored.get(name) != value
+            for name, value in self.to_dict().items()
+            if name not in free and stored.get(name) != value
         ]

@@ -152,12 +152,23 @@ class EmbeddedIndex:
             stored_header = json.loads(stored)
         except ValueError as exc:
             raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
-        problems = self.header.mismatches(stored_header)
+        problems = self.header.mismatches(stored_header, design=False)
         if problems:
             raise IndexSettingsMismatch(
                 f"index {db_path} was built with other settings: {'; '.join(problems)}. "
                 "Open it with its own settings or point NEARDUPE_INDEX at a new location."
             )
+        if stored_header.get("design") != self.header.design:
+            # The tables are derived from the pages: rebuilt for the new design, once.
+            logger.info(
+                "Index %s: rebuilding its tables for design %s (was %s)",
+                self.path,
+                self.header.design,
+                stored_header.get("design"),
+            )
+            self._set_meta("header", json.dumps(self.header.to_dict(), sort_keys=True))
+            self._set_meta("snapshot_rows", "0")
+            self._db.commit()
 
     def _load_tables(self) -> BlockIndex:
         design = Design.named(self.header.design)
