@@ -410,10 +410,14 @@ def report_short(
         f"\n### Look-alike texts of growing length: m PAWS-X pairs joined ({RECOMMENDED})\n"
     )
     out.append(
-        f"| m | median chars | texts | within k={K} and signatures within {CONFIRM_K} "
-        "| within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
+        "Dropped by the plugin: within k and signatures within confirm_k, or, under "
+        f"{CURRENT_POLICY.min_length} letters, the same normalized text.\n"
     )
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append(
+        f"| m | median chars | texts | dropped by the plugin | within k={K} and signatures "
+        f"within {CONFIRM_K} | within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for m in (1, 2, 3, 5, 8, 12):
         groups = [paws[i : i + m] for i in range(0, len(paws) - m + 1, m)]
         a_texts = ["\n".join(g[0] for g in grp) for grp in groups]
@@ -424,9 +428,15 @@ def report_short(
         sb = np.array(run_pool(_signature, b_texts, workers), dtype=np.uint64)
         d = hamming(fa, fb)
         confirmed = (d <= K) & (hamming(sa, sb) <= CONFIRM_K)
+        p = CURRENT_POLICY
+        la, lb = (np.array([p.length(t) for t in texts]) for texts in (a_texts, b_texts))
+        short, long = np.maximum(la, lb) < p.min_length, np.minimum(la, lb) >= p.min_length
+        same = np.array([p.key(a) == p.key(b) for a, b in zip(a_texts, b_texts, strict=True)])
+        dropped = (long & confirmed) | (short & same)
         med = np.median([len(t) for t in a_texts])
         out.append(
-            f"| {m} | {med:.0f} | {len(d)} | {confirmed.sum()} | {(d <= 8).sum()} "
+            f"| {m} | {med:.0f} | {len(d)} | {dropped.sum()} | {confirmed.sum()} "
+            f"| {(d <= 8).sum()} "
             f"| {(d <= 6).sum()} | {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |"
         )
     rng = random.Random(7)
