@@ -79,12 +79,12 @@ _CJK_SHARE = 0.3
 _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 #: Readability's commas and class bonuses can also rank page furniture above a short article:
 #: a site footer (contact lines and legal notices, full of commas) or an "article-subhead"
-#: byline and date box. A top candidate of at most _FOOTER_MAX_CHARS characters that is a
-#: date or byline among nothing but furniture lines, or a legal line among at least
-#: _FOOTER_SHARE furniture, is passed over (at most _FOOTER_SKIPS times, see _is_footer).
-_FOOTER_MAX_CHARS = 1000
-_FOOTER_SHARE = 0.5
-_FOOTER_SKIPS = 3
+#: byline and date box. A top candidate of at most _BOX_MAX_CHARS characters that is a date
+#: or byline among nothing but furniture lines, or a legal line among at least
+#: _BOX_LEGAL_SHARE furniture, is passed over (at most _BOX_SKIPS times).
+_BOX_MAX_CHARS = 1000
+_BOX_LEGAL_SHARE = 0.5
+_BOX_SKIPS = 3
 
 #: Template furniture around the article that readability keeps (see _trim_edges): lines at
 #: either edge of the extracted text that are mostly link text (up to _FURNITURE_LINK_CHARS),
@@ -185,9 +185,9 @@ class _Readability(Document):
         return copy.deepcopy(input)
 
     def select_best_candidate(self, candidates: dict) -> dict | None:
-        for _ in range(_FOOTER_SKIPS):
+        for _ in range(_BOX_SKIPS):
             top = max(candidates.values(), key=lambda c: c["content_score"], default=None)
-            if top is None or not _is_footer(top["elem"]):
+            if top is None or not _is_furniture_box(top["elem"]):
                 break
             del candidates[top["elem"]]
         best = super().select_best_candidate(candidates)
@@ -369,10 +369,10 @@ def _block_lines(
     return lines
 
 
-def _is_footer(elem: lxml.html.HtmlElement) -> bool:
+def _is_furniture_box(elem: lxml.html.HtmlElement) -> bool:
     """Whether a short block is page furniture, not an article: a date or byline among nothing
     but furniture lines (a byline box), or a legal line among mostly furniture (a footer)."""
-    if _text_length(elem) > _FOOTER_MAX_CHARS:
+    if _text_length(elem) > _BOX_MAX_CHARS:
         return False
     lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
     total = sum(len(line) for line, _ in lines)
@@ -381,7 +381,7 @@ def _is_footer(elem: lxml.html.HtmlElement) -> bool:
     if furniture == total and any(_META_LINE.search(x) or _is_date_line(x) for x in texts):
         return True
     legal = any(_LEGAL_LINE.search(line) is not None for line in texts)
-    return legal and furniture >= _FOOTER_SHARE * total
+    return legal and furniture >= _BOX_LEGAL_SHARE * total
 
 
 def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
