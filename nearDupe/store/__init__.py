@@ -40,7 +40,7 @@ class EmbeddedStore:
     """:class:`Store` over an :class:`EmbeddedIndex`.
 
     Its calls run inline while a lookup is cheap. Once the index is big enough for a lookup to
-    scan ``off_loop_candidates`` fingerprints (about 70 µs: k=8 past ~750,000 pages), they run,
+    scan ``off_loop_candidates`` fingerprints (about 70 µs: k=10 past ~250,000 pages), they run,
     in order, in one thread of their own, so lookups and SQLite commits stay off the event
     loop (the compiled search releases the GIL) and check-and-add stays atomic. The switch is
     one way. Without a running asyncio loop (a Twisted reactor that is not asyncio's) calls
