@@ -1,7 +1,9 @@
-"""Benchmark-only extension: a 10 ms heartbeat on the reactor; records the longest stall."""
+"""Benchmark-only extension: a 10 ms heartbeat on the reactor; records the longest stall and
+the longest full (generation 2) garbage collection."""
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from typing import TYPE_CHECKING
@@ -27,6 +29,8 @@ class StallMonitor:
         self.last = time.perf_counter()
         self.start = self.last
         self.loop = task.LoopingCall(self.beat)
+        self.longest_gc = 0.0
+        self._gc_start = 0.0
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
@@ -39,6 +43,16 @@ class StallMonitor:
         """Start the heartbeat."""
         self.start = self.last = time.perf_counter()
         self.loop.start(_BEAT)
+        gc.callbacks.append(self.on_gc)
+
+    def on_gc(self, phase: str, info: dict) -> None:
+        """Time full collections."""
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.longest_gc = max(self.longest_gc, time.perf_counter() - self._gc_start)
 
     def beat(self) -> None:
         """Record the gap since the previous beat beyond its period."""
@@ -52,9 +66,11 @@ class StallMonitor:
     def closed(self) -> None:
         """Dump the figures."""
         self.loop.stop()
+        gc.callbacks.remove(self.on_gc)
         stats = self.crawler.stats
         figures = {
             "max_stall_ms": self.max_gap * 1e3,
+            "longest_full_gc_ms": self.longest_gc * 1e3,
             "stalls_over_50ms": len(self.gaps),
             "elapsed": time.perf_counter() - self.start,
             "response_count": stats.get_value("downloader/response_count", 0),

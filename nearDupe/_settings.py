@@ -39,6 +39,7 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_REPORT": None,
     "NEARDUPE_WORKERS": None,  # None: one process per CPU core; 0: a thread, no processes
     "NEARDUPE_COMMIT_INTERVAL": 1.0,
+    "NEARDUPE_GC_FREEZE": True,  # long-lived objects out of full garbage collections
 }
 
 
@@ -58,6 +59,7 @@ class Config:
     report: str | None
     workers: int
     commit_interval: float
+    gc_freeze: bool = True
     features: FeatureSettings = field(default_factory=FeatureSettings)
 
     @classmethod
@@ -105,6 +107,7 @@ class Config:
             commit_interval=settings.getfloat(
                 "NEARDUPE_COMMIT_INTERVAL", DEFAULTS["NEARDUPE_COMMIT_INTERVAL"]
             ),
+            gc_freeze=settings.getbool("NEARDUPE_GC_FREEZE", True),
         )
 
     @property

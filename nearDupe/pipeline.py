@@ -16,6 +16,7 @@ from scrapy.utils.project import data_path
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
+from nearDupe import gcfreeze
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
@@ -53,6 +54,7 @@ class NearDupePipeline:
         self._deciding: dict[tuple[str, int], list[Deferred[Decision]]] = {}
         self._backlog: deque[tuple[int, str, int | None]] = deque(maxlen=_BACKLOG_LIMIT)
         self._down_until = 0.0
+        self._frozen = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
@@ -69,6 +71,9 @@ class NearDupePipeline:
         self._load_backlog()
         if self.config.report:
             self.report = ReportWriter(self.config.report)
+        if self.config.gc_freeze:
+            gcfreeze.freeze()
+            self._frozen = True
         try:
             size = await self.store.count()
         except StoreUnavailable as exc:
@@ -110,6 +115,9 @@ class NearDupePipeline:
                 logger.error("nearDupe: closing index %s failed: %s", self.config.index, exc)
         if self.report is not None:
             self.report.close()
+        if self._frozen:
+            gcfreeze.unfreeze()
+            self._frozen = False
         get = self.stats.get_value
         logger.info(
             "nearDupe: %d items seen, %d kept, %d dropped as near-duplicates, %d skipped %s",

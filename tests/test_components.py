@@ -105,3 +105,31 @@ def test_report_lines_and_drop_message(tmp_path: Path) -> None:
     assert json.loads(path.read_text().splitlines()[1])["decision"] == "dropped"
     assert dropped.message == "near-duplicate of http://a/ (distance 1): http://b/"
     assert issubclass(NearDuplicate, Exception)
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_pipeline_freezes_long_lived_objects_for_the_crawl(tmp_path: Path, freeze: bool) -> None:
+    """Full garbage collections skip what is alive at open (the index kernels, the crawler);
+    close hands it back to the collector. NEARDUPE_GC_FREEZE=False leaves the collector be."""
+    import asyncio
+    import gc
+
+    from scrapy.utils.test import get_crawler
+
+    settings = {
+        "NEARDUPE_INDEX": str(tmp_path / "index"),
+        "NEARDUPE_WORKERS": 0,
+        "NEARDUPE_GC_FREEZE": freeze,
+    }
+    pipeline = NearDupePipeline.from_crawler(get_crawler(settings_dict=settings))
+    frozen: list[int] = []
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        frozen.append(gc.get_freeze_count())
+        await pipeline.close_spider()
+
+    assert gc.get_freeze_count() == 0
+    asyncio.run(crawl())
+    assert (frozen[0] > 10_000) is freeze
+    assert gc.get_freeze_count() == 0
