@@ -133,13 +133,14 @@ _DAY = (
 )
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?"
 _DATE = re.compile(rf"{_DAY}|{_TIME}|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.I)
-#: A comment thread: at least _THREAD_STAMPS lines that are a post's stamp (a day and a time
-#: of day, no sentence, at most _FURNITURE_META_CHARS characters), after at least
-#: _THREAD_MIN_PROSE characters of sentences. Readability's chosen element can hold the
-#: article and the comments or replies under it (table layouts name neither): they are cut
-#: from the first stamp (and the up to _TITLE_RUN short lines above it that end no sentence,
-#: the commenter's name or a "comments" heading) on. A day without a time (a timeline, a dated
-#: list) is not a stamp.
+#: A comment thread: at least _THREAD_STAMPS posts, each a stamp line (a day and a time of
+#: day, no sentence, at most _FURNITURE_META_CHARS characters) with a sentence before the next
+#: stamp, after at least _THREAD_MIN_PROSE characters of sentences. Readability's chosen
+#: element can hold the article and the comments or replies under it (table layouts name
+#: neither): they are cut from the first stamp (and the up to _TITLE_RUN short lines above it
+#: that end no sentence, the commenter's name or a "comments" heading) on. A day without a
+#: time (a timeline, a dated list) is not a stamp, and times without sentences between them
+#: (a programme) are no posts.
 _THREAD_STAMPS = 3
 _THREAD_MIN_PROSE = 50
 _DAY_RE = re.compile(_DAY, re.I)
@@ -404,6 +405,15 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
 def _cut_comment_thread(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The lines before the comment thread that follows the article, if there is one."""
     stamps = [i for i, (line, _) in enumerate(lines) if _is_stamp(line)]
+    if len(stamps) < _THREAD_STAMPS:
+        return lines
+    # A post is a stamp with a sentence before the next stamp (a schedule's times are not).
+    ends = [*stamps[1:], len(lines)]
+    stamps = [
+        i
+        for i, end in zip(stamps, ends, strict=True)
+        if any(_SENTENCE_END.search(line) for line, _ in lines[i + 1 : end])
+    ]
     for first in stamps[: len(stamps) - _THREAD_STAMPS + 1]:
         start = first
         while start > 0 and first - start < _TITLE_RUN and _is_heading(lines[start - 1][0]):

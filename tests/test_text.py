@@ -408,3 +408,16 @@ def test_a_timeline_of_days_is_not_a_comment_thread() -> None:
     days = [f"2019年{i}月{i + 10}日" for i in range(1, 5)]
     text = extract_main_text(_page_with_thread(SHORT_ARTICLES_ZH[1], days, REPLIES_ZH))
     assert all(reply in text for reply in REPLIES_ZH)
+
+
+def test_a_schedule_of_dated_times_is_not_a_comment_thread() -> None:
+    # Day-and-time lines with no sentence between them are the article's own programme.
+    schedule = [
+        "2024年3月1日 10:00 开幕式",
+        "2024年3月1日 14:00 分组讨论",
+        "2024年3月2日 09:30 闭幕式",
+    ]
+    closing = "会议期间，主办方还将组织代表参观当地的科技园区和农业示范基地，并举行签约仪式。"
+    body = "".join(f"<p>{line}</p>" for line in [SHORT_ARTICLES_ZH[1], *schedule, closing])
+    text = extract_main_text(f"<html><body><div class='content'>{body}</div></body></html>")
+    assert text.split("\n") == [SHORT_ARTICLES_ZH[1], *schedule, closing]
