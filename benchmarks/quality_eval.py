@@ -17,6 +17,7 @@ import argparse
 import functools
 import multiprocessing
 import random
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -42,6 +43,7 @@ from _quality_cases import (
 
 import nearDupe.features as _features
 from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
+from nearDupe.analysis import TINY_TEXT
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import exact_fingerprint, normalize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
@@ -349,6 +351,83 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
             out.append("```")
 
 
+#: Sentence-level matching for short pages (measured here, not in the plugin): sentences of
+#: at least this many letters once normalized count.
+SENTENCE_MIN_LETTERS = 8
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?；;])|\n|(?<=[.])\s")
+
+
+def _sentences(text: str) -> dict[str, int]:
+    """Normalized sentences of a text and their letters."""
+    parts = (normalize(s) for s in _SENTENCE_SPLIT.split(text) if s)
+    return {s: len(s) for s in parts if len(s) >= SENTENCE_MIN_LETTERS}
+
+
+def _share_of_both(a: dict[str, int], b: dict[str, int]) -> float:
+    """The smaller of the shares of each text's sentence letters that the other has too."""
+    if not a or not b:
+        return 0.0
+    common = sum(n for s, n in a.items() if s in b)
+    return min(common / sum(a.values()), common / sum(b.values()))
+
+
+def report_sentences(ev: Evaluation, policy: Policy, out: list[str], root: Path) -> None:
+    """What sentence-level matching of short pages would add (not in the plugin yet)."""
+    lens = ev.lengths(policy)
+    sents = [_sentences(t) for t in ev.texts]
+
+    def shared(a: int, b: int, share: float, cap: int) -> bool:
+        if min(lens[a], lens[b]) < TINY_TEXT or min(lens[a], lens[b]) >= policy.min_length:
+            return False
+        if max(lens[a], lens[b]) >= cap:
+            return False
+        return _share_of_both(sents[a], sents[b]) >= share
+
+    by_sentence: dict[str, list[int]] = defaultdict(list)
+    for i, page_sents in enumerate(sents):
+        for sentence in page_sents:
+            by_sentence[sentence].append(i)
+    candidates = {
+        (a, b)
+        for pages in by_sentence.values()
+        for a in pages
+        for b in pages
+        if a < b and ev.article[a] != ev.article[b]
+    }
+    base = ev.judged("pos", 0, K, policy)
+    pos = ev.pairs["pos"]
+    pos_lang = ev.lang[pos[:, 0]]
+    out.append("\n## Sentence-level matching of short pages (measured, not in the plugin)\n")
+    out.append(
+        f"A pair with a page under {policy.min_length} letters, both under the cap, matches when "
+        "the normalized sentences they share make up at least the share of the sentence "
+        f"letters of both pages ({SENTENCE_MIN_LETTERS}+ letters a sentence). "
+        f"{len(candidates)} pairs of pages of different articles share a sentence.\n"
+    )
+    out.append("| rule | EN R | ZH R | false matches among all different-article pairs |")
+    out.append("|---|---|---|---|")
+    own = sum(bad for bad, _ in ev.all_pair_false_matches(0, K, policy).values())
+    out.append(
+        f"| the plugin (k={K}, confirm_k={CONFIRM_K}) | {base[pos_lang == 'en'].mean():.3f} "
+        f"| {base[pos_lang == 'zh'].mean():.3f} | {own} |"
+    )
+    for share, cap in ((0.5, policy.min_length), (0.5, 300), (0.6, 300), (0.7, 300)):
+        extra = np.array([shared(a, b, share, cap) for a, b in pos])
+        judged = base | extra
+        false = own + sum(shared(a, b, share, cap) for a, b in candidates)
+        out.append(
+            f"| + shared sentences ≥ {share:.0%} of both, pages under {cap} letters "
+            f"| {judged[pos_lang == 'en'].mean():.3f} | {judged[pos_lang == 'zh'].mean():.3f} "
+            f"| {false} |"
+        )
+    paws = [(a, b) for a, b, _ in load_pawsx(root) if normalize(a) != normalize(b)]
+    matched = sum(_share_of_both(_sentences(a), _sentences(b)) >= 0.5 for a, b in paws)
+    out.append(
+        f"\nPAWS-X pairs of different sentences that share half their sentence letters: "
+        f"{matched} of {len(paws)} (a shared clause)."
+    )
+
+
 def report_clough(root: Path, out: list[str], workers: int) -> None:
     """Distance of each Clough-Stevenson answer to its task's source text, per category."""
     rows = load_clough(root)
@@ -524,6 +603,7 @@ def main() -> None:
         f"Built in {built - start:.0f} s, analysed in {analysed - built:.0f} s."
     )
     report_main(ev, CURRENT_POLICY, out)
+    report_sentences(ev, CURRENT_POLICY, out, root)
     report_main(ev, BEFORE_POLICY, out)
     report_clough(root, out, args.workers)
     report_short(root, ev, POLICIES, out, args.workers, args.quick)

@@ -81,7 +81,9 @@ _CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 #: a site footer (contact lines and legal notices, full of commas) or an "article-subhead"
 #: byline and date box. A top candidate of at most _BOX_MAX_CHARS characters that is a date
 #: or byline among nothing but furniture lines, or a legal line among at least
-#: _BOX_LEGAL_SHARE furniture, is passed over (at most _BOX_SKIPS times).
+#: _BOX_LEGAL_SHARE furniture, is passed over (at most _BOX_SKIPS times), and so is a comment
+#: thread with no article before it (see _THREAD_STAMPS): a short article in a block of its
+#: own loses to its replies, and every article of the site would extract to the same thread.
 _BOX_MAX_CHARS = 1000
 _BOX_LEGAL_SHARE = 0.5
 _BOX_SKIPS = 3
@@ -188,7 +190,9 @@ class _Readability(Document):
     def select_best_candidate(self, candidates: dict) -> dict | None:
         for _ in range(_BOX_SKIPS):
             top = max(candidates.values(), key=lambda c: c["content_score"], default=None)
-            if top is None or not _is_furniture_box(top["elem"]):
+            if top is None or not (
+                _is_furniture_box(top["elem"]) or _is_comment_thread(top["elem"])
+            ):
                 break
             del candidates[top["elem"]]
         best = super().select_best_candidate(candidates)
@@ -404,24 +408,49 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
 
 def _cut_comment_thread(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The lines before the comment thread that follows the article, if there is one."""
+    posts = _posts(lines)
+    for first in posts[: len(posts) - _THREAD_STAMPS + 1]:
+        start = _with_heading(lines, first)
+        if _prose(lines[:start]) >= _THREAD_MIN_PROSE:
+            return lines[:start]
+    return lines
+
+
+def _is_comment_thread(elem: lxml.html.HtmlElement) -> bool:
+    """Whether a block is a comment thread with no article before it."""
+    lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+    posts = _posts(lines)
+    return (
+        len(posts) >= _THREAD_STAMPS
+        and _prose(lines[: _with_heading(lines, posts[0])]) < _THREAD_MIN_PROSE
+    )
+
+
+def _posts(lines: list[tuple[str, float]]) -> list[int]:
+    """The lines that start a post: a stamp with a sentence before the next stamp (the times
+    of a programme have none)."""
     stamps = [i for i, (line, _) in enumerate(lines) if _is_stamp(line)]
     if len(stamps) < _THREAD_STAMPS:
-        return lines
-    # A post is a stamp with a sentence before the next stamp (a schedule's times are not).
+        return []
     ends = [*stamps[1:], len(lines)]
-    stamps = [
+    return [
         i
         for i, end in zip(stamps, ends, strict=True)
         if any(_SENTENCE_END.search(line) for line, _ in lines[i + 1 : end])
     ]
-    for first in stamps[: len(stamps) - _THREAD_STAMPS + 1]:
-        start = first
-        while start > 0 and first - start < _TITLE_RUN and _is_heading(lines[start - 1][0]):
-            start -= 1
-        prose = sum(len(line) for line, _ in lines[:start] if _SENTENCE_END.search(line))
-        if prose >= _THREAD_MIN_PROSE:
-            return lines[:start]
-    return lines
+
+
+def _with_heading(lines: list[tuple[str, float]], stamp: int) -> int:
+    """Where a post starts: its stamp, or the name or heading lines just above it."""
+    start = stamp
+    while start > 0 and stamp - start < _TITLE_RUN and _is_heading(lines[start - 1][0]):
+        start -= 1
+    return start
+
+
+def _prose(lines: list[tuple[str, float]]) -> int:
+    """Characters of the lines that hold a sentence."""
+    return sum(len(line) for line, _ in lines if _SENTENCE_END.search(line))
 
 
 def _is_heading(line: str) -> bool:

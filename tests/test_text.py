@@ -421,3 +421,22 @@ def test_a_schedule_of_dated_times_is_not_a_comment_thread() -> None:
     body = "".join(f"<p>{line}</p>" for line in [SHORT_ARTICLES_ZH[1], *schedule, closing])
     text = extract_main_text(f"<html><body><div class='content'>{body}</div></body></html>")
     assert text.split("\n") == [SHORT_ARTICLES_ZH[1], *schedule, closing]
+
+
+def test_a_comment_thread_that_outranks_a_short_article_is_passed_over() -> None:
+    # The replies (commas, long lines) outscore a one-line article in a block of its own: every
+    # article of the site would otherwise extract to the same thread.
+    stamps = [f"2004-12-27 12:{i:02d}" for i in range(8)]
+    thread = "".join(
+        f"<p># re: 很高兴入住博客堂</p><p>{stamp}</p><p>{reply}</p>"
+        for stamp, reply in zip(stamps, REPLIES_ZH * 2, strict=True)
+    )
+    texts = []
+    for article in (SHORT_ARTICLES_ZH[0][:70] + "。", SHORT_ARTICLES_ZH[1][:70] + "。"):
+        page = (
+            f"<html><body><div id='a'><div><div class='x'><p>{article}</p></div></div></div>"
+            f"<div id='b'>{thread}</div></body></html>"
+        )
+        texts.append(extract_main_text(page))
+        assert texts[-1] == article
+    assert texts[0] != texts[1]
