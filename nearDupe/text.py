@@ -190,9 +190,7 @@ class _Readability(Document):
     def select_best_candidate(self, candidates: dict) -> dict | None:
         for _ in range(_BOX_SKIPS):
             top = max(candidates.values(), key=lambda c: c["content_score"], default=None)
-            if top is None or not (
-                _is_furniture_box(top["elem"]) or _is_comment_thread(top["elem"])
-            ):
+            if top is None or not _is_passed_over(top["elem"]):
                 break
             del candidates[top["elem"]]
         best = super().select_best_candidate(candidates)
@@ -374,13 +372,22 @@ def _block_lines(
     return lines
 
 
-def _is_furniture_box(elem: lxml.html.HtmlElement) -> bool:
-    """Whether a short block is page furniture, not an article: a date or byline among nothing
-    but furniture lines (a byline box), or a legal line among mostly furniture (a footer)."""
-    if _text_length(elem) > _BOX_MAX_CHARS:
+def _is_passed_over(elem: lxml.html.HtmlElement) -> bool:
+    """Whether readability's top candidate is page furniture or a comment thread, not an
+    article (its lines are only split when it is short or holds enough times of day)."""
+    text = elem.text_content() or ""
+    if len(text) > _BOX_MAX_CHARS and len(_TIME_RE.findall(text)) < _THREAD_STAMPS:
         return False
     lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+    return _is_furniture_box(lines) or _is_comment_thread(lines)
+
+
+def _is_furniture_box(lines: list[tuple[str, float]]) -> bool:
+    """Whether a short block is page furniture, not an article: a date or byline among nothing
+    but furniture lines (a byline box), or a legal line among mostly furniture (a footer)."""
     total = sum(len(line) for line, _ in lines)
+    if total > _BOX_MAX_CHARS:
+        return False
     furniture = sum(len(line) for line, links in lines if _is_furniture(line, links))
     texts = [line for line, _ in lines]
     if furniture == total and any(_META_LINE.search(x) or _is_date_line(x) for x in texts):
@@ -416,9 +423,8 @@ def _cut_comment_thread(lines: list[tuple[str, float]]) -> list[tuple[str, float
     return lines
 
 
-def _is_comment_thread(elem: lxml.html.HtmlElement) -> bool:
-    """Whether a block is a comment thread with no article before it."""
-    lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
+def _is_comment_thread(lines: list[tuple[str, float]]) -> bool:
+    """Whether a block's lines are a comment thread with no article before it."""
     posts = _posts(lines)
     return (
         len(posts) >= _THREAD_STAMPS
@@ -462,9 +468,9 @@ def _is_stamp(line: str) -> bool:
     """A post's date and time line ("引用 回复 (2) 2004-12-13 09:02:13"), no sentence."""
     return (
         len(line) <= _FURNITURE_META_CHARS
-        and _SENTENCE_END.search(_DATE.sub(" ", line)) is None
-        and _DAY_RE.search(line) is not None
         and _TIME_RE.search(line) is not None
+        and _DAY_RE.search(line) is not None
+        and _SENTENCE_END.search(_DATE.sub(" ", line)) is None
     )
 
 
