@@ -207,12 +207,7 @@ class EmbeddedIndex:
 
         With a ``signature``, only pages whose signature is within ``confirm_k`` of it.
         """
-        matches = []
-        for found, d in _distinct(self.index.query(fp, self.k if k is None else k)):
-            key = self._confirmed_key(found, signature)
-            if key is not None:
-                matches.append(Match(key, found, d))
-        return matches
+        return list(self._confirmed(fp, self.k if k is None else k, signature))
 
     def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
         """The nearest stored page within k, or None after recording (fp, key) as new.
@@ -220,13 +215,20 @@ class EmbeddedIndex:
         A stored page within k whose signature differs from ``signature`` by more than
         ``confirm_k`` bits is not a match (see :func:`~nearDupe.store.base.confirmed`).
         """
-        for found, distance in _distinct(self.index.query(fp, self.k)):
-            stored_key = self._confirmed_key(found, signature)
-            if stored_key is not None:
-                self._commit_if_due()
-                return Match(stored_key, found, distance)
+        match = next(self._confirmed(fp, self.k, signature), None)
+        if match is not None:
+            self._commit_if_due()
+            return match
         self.add(fp, key, signature)
         return None
+
+    def _confirmed(self, fp: int, k: int, signature: int | None) -> Iterator[Match]:
+        """Stored pages within k whose signature confirms ``signature``, nearest first (lazily:
+        check-and-add reads the stored keys of the first only)."""
+        for found, d in _distinct(self.index.query(fp, k)):
+            key = self._confirmed_key(found, signature)
+            if key is not None:
+                yield Match(key, found, d)
 
     def add(self, fp: int, key: str, signature: int | None = None) -> None:
         """Record a page unconditionally (durable at the next commit)."""
