@@ -17,7 +17,6 @@ import argparse
 import functools
 import multiprocessing
 import random
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -45,8 +44,16 @@ import nearDupe.features as _features
 from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
 from nearDupe.analysis import TINY_TEXT
 from nearDupe.features import FeatureSettings
-from nearDupe.shorttext import exact_fingerprint, normalize
+from nearDupe.shorttext import (
+    SENTENCE_PAGE_LETTERS,
+    Sentences,
+    exact_fingerprint,
+    letters,
+    normalize,
+    sentences,
+)
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
+from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, sentence_matches
 from nearDupe.text import extract_main_text
 
 #: Feature settings compared (name -> settings); the first is the current default.
@@ -65,11 +72,12 @@ SETTINGS: dict[str, FeatureSettings] = {
 CURRENT = "words tfidf (current)"
 #: What this evaluation recommends (see docs/quality.md): now the default.
 RECOMMENDED = CURRENT
-#: The plugin's default k and confirmation distance; the k sweeps cover 0..10.
+#: The plugin's default k and confirmation distance (fingerprint plus signature distance);
+#: the k sweeps cover 0..10.
 K = EMBEDDED_K
 CONFIRM_K = EMBEDDED_CONFIRM_K
 #: confirm_k that accepts every candidate (no confirmation).
-NO_CONFIRM = 64
+NO_CONFIRM = NO_CONFIRMATION
 CURRENT_MIN_LENGTH = 200
 
 
@@ -82,6 +90,9 @@ class Policy:
     short: str  # "skip": never dropped; "exact": equal normalized text; "k<n>": stricter k
     measure: str = "chars"  # "chars" of stripped text, or "letters" after normalize()
     digits: bool = True  # whether the exact hash keeps digits
+    #: Share of sentence letters at which pages under SENTENCE_PAGE_LETTERS also match (the
+    #: plugin's sentence-level matching), None: off.
+    sentence_share: float | None = None
 
     def length(self, text: str) -> int:
         """The length compared with min_length."""
@@ -141,6 +152,20 @@ class Scored:
     neg_lang: list[str]
 
 
+def page_sentences(text: str) -> Sentences:
+    """The sentences the plugin keeps for a page (pages under SENTENCE_PAGE_LETTERS)."""
+    size = len(normalize(text))
+    return sentences(text) if TINY_TEXT <= size < SENTENCE_PAGE_LETTERS else ()
+
+
+def share_matches(a: Sentences, b: Sentences, share: float) -> bool:
+    """Whether the plugin's sentence rule joins two pages (b stored, a asked about)."""
+    if not a or not b:
+        return False
+    holders = [(h, "b", 0, letters(b)) for h, _ in b]
+    return bool(sentence_matches(a, holders, share))
+
+
 def pair_matches(
     dist: np.ndarray, lens: tuple[np.ndarray, np.ndarray], exact: np.ndarray, k: int, p: Policy
 ) -> np.ndarray:
@@ -180,6 +205,8 @@ class Evaluation:
             for d in (True, False)
         }
         self.article = np.array([p.article for p in cases.pages])
+        self.sentences = [page_sentences(t) for t in texts]
+        self._sentence_pairs: dict[float, set[tuple[int, int]]] = {}
         pos = np.array([(a, b) for a, b, _ in cases.positives])
         neg = np.array([(a, b) for a, b, _ in cases.negatives])
         self.pairs = {"pos": pos, "neg": neg}
@@ -195,12 +222,28 @@ class Evaluation:
             self._lengths[policy.measure] = np.array([policy.length(t) for t in self.texts])
         return self._lengths[policy.measure]
 
+    def sentence_pairs(self, share: float) -> set[tuple[int, int]]:
+        """Pairs (a < b) of pages the plugin's sentence rule joins at ``share``."""
+        if share not in self._sentence_pairs:
+            by_sentence: dict[int, list[int]] = defaultdict(list)
+            for i, page in enumerate(self.sentences):
+                for h, _ in page:
+                    by_sentence[h].append(i)
+            candidates = {(a, b) for ps in by_sentence.values() for a in ps for b in ps if a < b}
+            self._sentence_pairs[share] = {
+                (a, b)
+                for a, b in candidates
+                if share_matches(self.sentences[a], self.sentences[b], share)
+            }
+        return self._sentence_pairs[share]
+
     def judged(
         self, which: str, setting: int, k: int, policy: Policy, confirm_k: int = CONFIRM_K
     ) -> np.ndarray:
         """Duplicate decisions for the positive ("pos") or negative ("neg") pairs.
 
-        Signatures confirm matches of the current settings (setting 0) only.
+        Signatures confirm matches of the current settings (setting 0) only: the fingerprint
+        distance plus the signature distance is at most confirm_k.
         """
         pairs = self.pairs[which]
         a, b = pairs[:, 0], pairs[:, 1]
@@ -209,7 +252,10 @@ class Evaluation:
         exact = self.exact[policy.digits]
         result = pair_matches(dist, (lens[a], lens[b]), exact[a] == exact[b], k, policy)
         if setting == 0 and confirm_k < NO_CONFIRM:
-            result &= hamming(self.sigs[a], self.sigs[b]) <= confirm_k
+            result &= dist + hamming(self.sigs[a], self.sigs[b]) <= confirm_k
+        if policy.sentence_share is not None:
+            joined = self.sentence_pairs(policy.sentence_share)
+            result |= np.array([(min(x, y), max(x, y)) in joined for x, y in pairs], dtype=bool)
         return result
 
     def distances(self, which: str, setting: int) -> np.ndarray:
@@ -242,6 +288,11 @@ class Evaluation:
             idx = np.flatnonzero(self.lang == lang)
             fps, arts, ln = self.fps[idx, setting], self.article[idx], lens[idx]
             ex = self.exact[policy.digits][idx]
+            joined: dict[int, list[int]] = defaultdict(list)
+            if policy.sentence_share is not None:
+                for x, y in self.sentence_pairs(policy.sentence_share):
+                    if self.lang[x] == lang:
+                        joined[int(np.searchsorted(idx, x))].append(int(np.searchsorted(idx, y)))
             bad = total = 0
             for i in range(len(idx) - 1):
                 other = slice(i + 1, None)
@@ -252,7 +303,9 @@ class Evaluation:
                 )
                 if setting == 0 and confirm_k < NO_CONFIRM:
                     sigs = self.sigs[idx]
-                    match &= hamming(np.full(len(dist), sigs[i]), sigs[other]) <= confirm_k
+                    match &= dist + hamming(np.full(len(dist), sigs[i]), sigs[other]) <= confirm_k
+                for j in joined.get(i, ()):
+                    match[j - i - 1] = True
                 bad += int((match & diff).sum())
                 total += int(diff.sum())
             out[lang] = (bad, total)
@@ -289,8 +342,9 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
     names = list(SETTINGS)
     out.append(f"\n## Feature settings at k={K} ({policy.name})\n")
     out.append(
-        f"The current settings' row is confirmed by the word-pair signature (confirm_k="
-        f"{CONFIRM_K}); the next row is the same without it; the others are not confirmed.\n"
+        "The current settings' row is confirmed by the word-pair signature (fingerprint plus "
+        f"signature distance at most confirm_k={CONFIRM_K}); the next row is the same without "
+        "it; the others are not confirmed.\n"
     )
     out.append(
         "| features | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
@@ -351,81 +405,40 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
             out.append("```")
 
 
-#: Sentence-level matching for short pages (measured here, not in the plugin): sentences of
-#: at least this many letters once normalized count.
-SENTENCE_MIN_LETTERS = 8
-_SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?；;])|\n|(?<=[.])\s")
-
-
-def _sentences(text: str) -> dict[str, int]:
-    """Normalized sentences of a text and their letters."""
-    parts = (normalize(s) for s in _SENTENCE_SPLIT.split(text) if s)
-    return {s: len(s) for s in parts if len(s) >= SENTENCE_MIN_LETTERS}
-
-
-def _share_of_both(a: dict[str, int], b: dict[str, int]) -> float:
-    """The smaller of the shares of each text's sentence letters that the other has too."""
-    if not a or not b:
-        return 0.0
-    common = sum(n for s, n in a.items() if s in b)
-    return min(common / sum(a.values()), common / sum(b.values()))
-
-
 def report_sentences(ev: Evaluation, policy: Policy, out: list[str], root: Path) -> None:
-    """What sentence-level matching of short pages would add (not in the plugin yet)."""
-    lens = ev.lengths(policy)
-    sents = [_sentences(t) for t in ev.texts]
-
-    def shared(a: int, b: int, share: float, cap: int) -> bool:
-        if min(lens[a], lens[b]) < TINY_TEXT or min(lens[a], lens[b]) >= policy.min_length:
-            return False
-        if max(lens[a], lens[b]) >= cap:
-            return False
-        return _share_of_both(sents[a], sents[b]) >= share
-
-    by_sentence: dict[str, list[int]] = defaultdict(list)
-    for i, page_sents in enumerate(sents):
-        for sentence in page_sents:
-            by_sentence[sentence].append(i)
-    candidates = {
-        (a, b)
-        for pages in by_sentence.values()
-        for a in pages
-        for b in pages
-        if a < b and ev.article[a] != ev.article[b]
-    }
-    base = ev.judged("pos", 0, K, policy)
-    pos = ev.pairs["pos"]
-    pos_lang = ev.lang[pos[:, 0]]
-    out.append("\n## Sentence-level matching of short pages (measured, not in the plugin)\n")
-    out.append(
-        f"A pair with a page under {policy.min_length} letters, both under the cap, matches when "
-        "the normalized sentences they share make up at least the share of the sentence "
-        f"letters of both pages ({SENTENCE_MIN_LETTERS}+ letters a sentence). "
-        f"{len(candidates)} pairs of pages of different articles share a sentence.\n"
-    )
-    out.append("| rule | EN R | ZH R | false matches among all different-article pairs |")
-    out.append("|---|---|---|---|")
-    own = sum(bad for bad, _ in ev.all_pair_false_matches(0, K, policy).values())
-    out.append(
-        f"| the plugin (k={K}, confirm_k={CONFIRM_K}) | {base[pos_lang == 'en'].mean():.3f} "
-        f"| {base[pos_lang == 'zh'].mean():.3f} | {own} |"
-    )
-    for share, cap in ((0.5, policy.min_length), (0.5, 300), (0.6, 300), (0.7, 300)):
-        extra = np.array([shared(a, b, share, cap) for a, b in pos])
-        judged = base | extra
-        false = own + sum(shared(a, b, share, cap) for a, b in candidates)
-        out.append(
-            f"| + shared sentences ≥ {share:.0%} of both, pages under {cap} letters "
-            f"| {judged[pos_lang == 'en'].mean():.3f} | {judged[pos_lang == 'zh'].mean():.3f} "
-            f"| {false} |"
-        )
+    """Sentence-level matching of short pages: recall, false matches and PAWS-X by share."""
     paws = [(a, b) for a, b, _ in load_pawsx(root) if normalize(a) != normalize(b)]
-    matched = sum(_share_of_both(_sentences(a), _sentences(b)) >= 0.5 for a, b in paws)
+    paws_sentences = [(page_sentences(a), page_sentences(b)) for a, b in paws]
+    pos_lang = ev.lang[ev.pairs["pos"][:, 0]]
+    out.append("\n## Sentence-level matching of short pages\n")
     out.append(
-        f"\nPAWS-X pairs of different sentences that share half their sentence letters: "
-        f"{matched} of {len(paws)} (a shared clause)."
+        f"Pages under {SENTENCE_PAGE_LETTERS} letters keep the hashes of their normalized "
+        "sentences (8+ letters); two such pages also match when the sentences they share make "
+        "up at least the given share of the sentence letters of both. Default "
+        f"{SENTENCE_SHARE:.0%}.\n"
     )
+    out.append(
+        "| sentence share | EN R | ZH R | false matches among all different-article pairs "
+        "EN / ZH | PAWS-X pairs matched |"
+    )
+    out.append("|---|---|---|---|---|")
+    for share in (None, 0.3, 0.4, 0.5, 0.6, 0.7):
+        variant = Policy(
+            policy.name, policy.min_length, policy.short, policy.measure, policy.digits, share
+        )
+        judged = ev.judged("pos", 0, K, variant)
+        false = ev.all_pair_false_matches(0, K, variant)
+        matched = sum(share_matches(a, b, share) for a, b in paws_sentences) if share else 0
+        label = (
+            "off"
+            if share is None
+            else f"{share:.0%}" + (" (default)" if share == SENTENCE_SHARE else "")
+        )
+        out.append(
+            f"| {label} | {judged[pos_lang == 'en'].mean():.3f} "
+            f"| {judged[pos_lang == 'zh'].mean():.3f} | {false['en'][0]} / {false['zh'][0]} "
+            f"| {matched} of {len(paws)} |"
+        )
 
 
 def report_clough(root: Path, out: list[str], workers: int) -> None:
@@ -489,12 +502,14 @@ def report_short(
         f"\n### Look-alike texts of growing length: m PAWS-X pairs joined ({RECOMMENDED})\n"
     )
     out.append(
-        "Dropped by the plugin: within k and signatures within confirm_k, or, under "
-        f"{CURRENT_POLICY.min_length} letters, the same normalized text.\n"
+        "Dropped by the plugin: within k and confirmed by the signatures, or, under "
+        f"{CURRENT_POLICY.min_length} letters, the same normalized text, or, under "
+        f"{SENTENCE_PAGE_LETTERS} letters, {SENTENCE_SHARE:.0%} of both texts' sentence letters "
+        "shared.\n"
     )
     out.append(
-        f"| m | median chars | texts | dropped by the plugin | within k={K} and signatures "
-        f"within {CONFIRM_K} | within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
+        f"| m | median chars | texts | dropped by the plugin | within k={K} and confirmed "
+        f"(≤ {CONFIRM_K}) | within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
     )
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for m in (1, 2, 3, 5, 8, 12):
@@ -506,12 +521,19 @@ def report_short(
         sa = np.array(run_pool(_signature, a_texts, workers), dtype=np.uint64)
         sb = np.array(run_pool(_signature, b_texts, workers), dtype=np.uint64)
         d = hamming(fa, fb)
-        confirmed = (d <= K) & (hamming(sa, sb) <= CONFIRM_K)
+        confirmed = (d <= K) & (d + hamming(sa, sb) <= CONFIRM_K)
         p = CURRENT_POLICY
         la, lb = (np.array([p.length(t) for t in texts]) for texts in (a_texts, b_texts))
         short, long = np.maximum(la, lb) < p.min_length, np.minimum(la, lb) >= p.min_length
         same = np.array([p.key(a) == p.key(b) for a, b in zip(a_texts, b_texts, strict=True)])
-        dropped = (long & confirmed) | (short & same)
+        shared = np.array(
+            [
+                share_matches(page_sentences(a), page_sentences(b), SENTENCE_SHARE)
+                for a, b in zip(a_texts, b_texts, strict=True)
+            ],
+            dtype=bool,
+        )
+        dropped = (long & confirmed) | (short & same) | shared
         med = np.median([len(t) for t in a_texts])
         out.append(
             f"| {m} | {med:.0f} | {len(d)} | {dropped.sum()} | {confirmed.sum()} "
@@ -548,6 +570,9 @@ def report_short(
         bl = np.array([p.length(x) for x in brief_texts])
         bk = np.array([p.key(x) for x in brief_texts], dtype=np.uint64)
         brief = pair_matches(bd, (bl[0::2], bl[1::2]), bk[0::2] == bk[1::2], K, p)
+        if p.sentence_share is not None:
+            paws_fd |= _shared(flat, p.sentence_share)
+            brief |= _shared(brief_texts, p.sentence_share)
         by_len = " / ".join(f"{brief[targets == t].mean():.2f}" for t in (60, 120, 250, 400))
         by_edit = " / ".join(
             f"{brief[edits == e].mean():.2f}" for e in ("counter", "typo", "sentence-added")
@@ -559,10 +584,26 @@ def report_short(
         )
 
 
+def _shared(texts: list[str], share: float) -> np.ndarray:
+    """For texts paired as (0, 1), (2, 3), ...: whether the sentence rule joins each pair."""
+    pages = [page_sentences(t) for t in texts]
+    return np.array(
+        [share_matches(a, b, share) for a, b in zip(pages[0::2], pages[1::2], strict=True)],
+        dtype=bool,
+    )
+
+
 POLICIES = [
     Policy("skip < 200 chars (before)", 200, "skip"),
     Policy("skip < 300 chars", 300, "skip"),
-    Policy("exact < 200 letters (current)", 200, "exact", measure="letters"),
+    Policy(
+        "exact < 200 letters, shared sentences < 300 (current)",
+        200,
+        "exact",
+        measure="letters",
+        sentence_share=SENTENCE_SHARE,
+    ),
+    Policy("exact < 200 letters (stop 11)", 200, "exact", measure="letters"),
     Policy("exact < 200 chars, digits stripped", 200, "exact", digits=False),
     Policy("exact < 300 chars", 300, "exact"),
     Policy("exact < 400 chars", 400, "exact"),

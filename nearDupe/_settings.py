@@ -12,17 +12,17 @@ from scrapy.utils.project import data_path
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
-from nearDupe.store.base import IndexHeader
+from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
 #: Default k of the embedded index, from the figures (README "How well it works").
 EMBEDDED_K = 10
 #: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8 (README "Redis").
 REDIS_K = 6
-#: Default signature distance with the embedded index's k: tighter than Redis's, so that the
-#: wider k does not join more look-alike texts (README "How well it works").
-EMBEDDED_CONFIRM_K = 12
-#: Default signature distance with a Redis index (at its smaller k).
-REDIS_CONFIRM_K = 14
+#: Default bound on fingerprint distance plus signature distance with the embedded index's k
+#: (README "How well it works").
+EMBEDDED_CONFIRM_K = 22
+#: Default bound on fingerprint plus signature distance with a Redis index (at its smaller k).
+REDIS_CONFIRM_K = 20
 
 #: Every setting nearDupe reads, with its default (documented in the README's table).
 DEFAULTS: dict[str, object] = {
@@ -32,6 +32,7 @@ DEFAULTS: dict[str, object] = {
     "NEARDUPE_REDIS_CLUSTER": False,
     "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (README "How well")
     "NEARDUPE_CONFIRM_K": None,  # None: EMBEDDED_CONFIRM_K, or REDIS_CONFIRM_K with Redis
+    "NEARDUPE_SENTENCE_SHARE": SENTENCE_SHARE,
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
@@ -52,6 +53,7 @@ class Config:
     redis_cluster: bool
     k: int
     confirm_k: int
+    sentence_share: float
     design: str
     min_text_length: int
     max_html_chars: int
@@ -85,8 +87,14 @@ class Config:
         confirm_k = settings.getint(
             "NEARDUPE_CONFIRM_K", REDIS_CONFIRM_K if shared else EMBEDDED_CONFIRM_K
         )
-        if not 0 <= confirm_k <= 64:
-            raise ValueError(f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..64 (64: off)")
+        if not 0 <= confirm_k <= NO_CONFIRMATION:
+            raise ValueError(
+                f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..{NO_CONFIRMATION} "
+                f"({NO_CONFIRMATION}: off)"
+            )
+        sentence_share = settings.getfloat("NEARDUPE_SENTENCE_SHARE", SENTENCE_SHARE)
+        if not 0 < sentence_share <= 1:
+            raise ValueError(f"NEARDUPE_SENTENCE_SHARE={sentence_share} must be within (0, 1]")
         workers = get("NEARDUPE_WORKERS")
         return cls(
             index=get("NEARDUPE_INDEX") or data_path("neardupe"),
@@ -94,6 +102,7 @@ class Config:
             redis_cluster=settings.getbool("NEARDUPE_REDIS_CLUSTER", False),
             k=k,
             confirm_k=confirm_k,
+            sentence_share=sentence_share,
             design=design.name,
             min_text_length=settings.getint(
                 "NEARDUPE_MIN_TEXT_LENGTH", DEFAULTS["NEARDUPE_MIN_TEXT_LENGTH"]
@@ -113,7 +122,9 @@ class Config:
     @property
     def header(self) -> IndexHeader:
         """The index header these settings require."""
-        return IndexHeader.for_settings(self.design, self.k, self.features, self.confirm_k)
+        return IndexHeader.for_settings(
+            self.design, self.k, self.features, self.confirm_k, self.sentence_share
+        )
 
     @property
     def is_redis(self) -> bool:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nearDupe.features import FeatureSettings, tokenize
-from nearDupe.shorttext import exact_fingerprint, is_short, normalize
+from nearDupe.shorttext import (
+    SENTENCE_PAGE_LETTERS,
+    Sentences,
+    exact_fingerprint,
+    normalize,
+    sentences,
+)
 from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.text import extract_main_text
 
@@ -28,6 +34,8 @@ class Analysis:
     skip_reason: str | None = None
     #: Confirmation signature: a match within k must also agree on it (see simhash.py).
     signature: int | None = None
+    #: The sentences of a short page (see shorttext.py): it also matches pages sharing them.
+    sentences: Sentences = ()
 
     @property
     def text_length(self) -> int:
@@ -48,24 +56,28 @@ def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analy
     """Fingerprint main text: simhash, or an exact hash below ``min_length`` letters/digits.
 
     Simhash is unreliable on short texts (different sentences with the same words share it),
-    so short pages are only duplicates when their normalized text is identical; tiny ones
-    (a heading, "Contact us", a "please enable JavaScript" shell) are not judged at all.
+    so a short page matches by its fingerprint only a page with identical normalized text; and
+    pages under SENTENCE_PAGE_LETTERS (or ``min_length``) also keep their sentences, matching a
+    page with which they share enough of them. Tiny pages (a heading, "Contact us", a "please
+    enable JavaScript" shell) are not judged at all.
     """
     text = text.strip()
     language = language_of(text)
     if not text:
         return Analysis(text, None, language, "no-text")
-    if len(normalize(text)) < TINY_TEXT:
+    size = len(normalize(text))
+    if size < TINY_TEXT:
         return Analysis(text, None, language, "tiny-text")
-    if is_short(text, min_length):
+    kept = sentences(text) if size < max(SENTENCE_PAGE_LETTERS, min_length) else ()
+    if size < min_length:
         exact = exact_fingerprint(text)
-        return Analysis(text, exact, language, signature=exact)
+        return Analysis(text, exact, language, signature=exact, sentences=kept)
     fingerprints = fingerprint_and_signature(text, features)
     if fingerprints is None:
         # Only punctuation, symbols or digits: every such page would hash to 0 and match.
         return Analysis(text, None, language, "no-words")
     fp, signature = fingerprints
-    return Analysis(text, fp, language, signature=signature)
+    return Analysis(text, fp, language, signature=signature, sentences=kept)
 
 
 def analyze_html(

@@ -22,6 +22,7 @@ from nearDupe.analysis import Analysis, analyze_text
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.links import ItemLinks
 from nearDupe.report import Decision, ReportWriter
+from nearDupe.shorttext import Sentences
 from nearDupe.store import Store, open_store
 from nearDupe.workers import WorkerPool
 
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 _PAGE_MEMORY = 10_000
 #: Fingerprints kept while the index is unreachable, replayed into it when it returns.
 _BACKLOG_LIMIT = 100_000
+#: A page as the index records it: fingerprint, URL, signature, sentences.
+_Page = tuple[int, str, int | None, Sentences]
 #: After an index failure, items are kept without asking it for this long.
 _RETRY_AFTER = 5.0
 #: At close, how long to keep trying to record the fingerprints kept while the index was down.
@@ -52,7 +55,7 @@ class NearDupePipeline:
         self.report: ReportWriter | None = None
         self._decided: OrderedDict[tuple[str, int], Decision] = OrderedDict()
         self._deciding: dict[tuple[str, int], list[Deferred[Decision]]] = {}
-        self._backlog: deque[tuple[int, str, int | None]] = deque(maxlen=_BACKLOG_LIMIT)
+        self._backlog: deque[_Page] = deque(maxlen=_BACKLOG_LIMIT)
         self._down_until = 0.0
         self._frozen = False
 
@@ -153,7 +156,9 @@ class NearDupePipeline:
             return Decision(url, "skipped", reason="no-page")
         if analysis.skip_reason or analysis.fingerprint is None:
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-        return await self._page_decision(url, analysis.fingerprint, analysis.signature)
+        return await self._page_decision(
+            (analysis.fingerprint, url, analysis.signature, analysis.sentences)
+        )
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None
@@ -173,7 +178,8 @@ class NearDupePipeline:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
             return Analysis("", None, "unknown", "analysis-error")
 
-    async def _page_decision(self, url: str, fp: int, signature: int | None) -> Decision:
+    async def _page_decision(self, record: _Page) -> Decision:
+        fp, url, *_ = record
         page = (url, fp)
         if page in self._decided:
             self._decided.move_to_end(page)
@@ -184,7 +190,7 @@ class NearDupePipeline:
             return await maybe_deferred_to_future(waiter)
         self._deciding[page] = []
         try:
-            decision = await self._check(url, fp, signature)
+            decision = await self._check(record)
         finally:
             waiters = self._deciding.pop(page)
         self._decided[page] = decision
@@ -194,12 +200,13 @@ class NearDupePipeline:
             waiter.callback(decision)
         return decision
 
-    async def _check(self, url: str, fp: int, signature: int | None) -> Decision:
+    async def _check(self, record: _Page) -> Decision:
         assert self.store is not None, "open_spider opens the store"
+        fp, url, *_ = record
         if time.monotonic() < self._down_until:
-            return self._keep_unchecked(url, fp, signature)
+            return self._keep_unchecked(record)
         try:
-            match = await self.store.check_and_add(fp, url, signature)
+            match = await self.store.check_and_add(*record)
         except Exception as exc:
             logger.error(
                 "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
@@ -209,18 +216,18 @@ class NearDupePipeline:
                 _RETRY_AFTER,
             )
             self._down_until = time.monotonic() + _RETRY_AFTER
-            return self._keep_unchecked(url, fp, signature)
+            return self._keep_unchecked(record)
         if self._backlog:
             await self._replay_backlog()
         if match is None:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
-        return Decision(url, "dropped", fp, match.key, match.distance)
+        return Decision.drop(url, fp, match)
 
-    def _keep_unchecked(self, url: str, fp: int, signature: int | None) -> Decision:
-        self._backlog.append((fp, url, signature))
+    def _keep_unchecked(self, record: _Page) -> Decision:
+        self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
-        return Decision(url, "kept", fp, reason="index-unavailable")
+        return Decision(record[1], "kept", record[0], reason="index-unavailable")
 
     async def _replay_backlog(self, patience: float = 0.0) -> None:
         """Record the fingerprints kept while the index was down; retry for ``patience`` s."""
@@ -228,9 +235,10 @@ class NearDupePipeline:
         deadline = time.monotonic() + patience
         delay = 0.25
         while self._backlog:
-            fp, url, signature = self._backlog[0]
+            record = self._backlog[0]
+            url = record[1]
             try:
-                match = await self.store.check_and_add(fp, url, signature)
+                match = await self.store.check_and_add(*record)
             except Exception:
                 if time.monotonic() + delay > deadline:
                     return
@@ -285,11 +293,15 @@ class NearDupePipeline:
 
     def _load_pending_line(self, line: str, number: int) -> None:
         try:
-            fp, url, *signature = json.loads(line)  # no signature: written before signatures
-            page = (
+            # Older lines lack the signature or the sentences.
+            fp, url, *rest = json.loads(line)
+            signature = rest[0] if rest else None
+            sentences = rest[1] if len(rest) > 1 else []
+            page: _Page = (
                 int(fp),
                 str(url),
-                int(signature[0]) if signature and signature[0] is not None else None,
+                None if signature is None else int(signature),
+                tuple((int(h), int(n)) for h, n in sentences),
             )
         except (ValueError, TypeError) as exc:
             logger.warning(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nearDupe.simhash import to_hex
+from nearDupe.store.base import Match
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,13 @@ class Decision:
     distance: int | None = None
     reason: str | None = None
 
+    @classmethod
+    def drop(cls, url: str, fingerprint: int, match: Match) -> Decision:
+        """The page at ``url`` dropped as a copy of ``match`` (reason ``shared-sentences`` when
+        matched by its sentences)."""
+        reason = None if match.shared is None else "shared-sentences"
+        return cls(url, "dropped", fingerprint, match.key, match.distance, reason)
+
     def to_json(self) -> dict[str, Any]:
         """The report line: the fingerprint as 16 hex digits."""
         return {
@@ -38,7 +46,8 @@ class Decision:
     @property
     def message(self) -> str:
         """Why an item was dropped, naming the page it duplicates."""
-        return f"near-duplicate of {self.duplicate_of} (distance {self.distance}): {self.url}"
+        why = "its sentences" if self.distance is None else f"distance {self.distance}"
+        return f"near-duplicate of {self.duplicate_of} ({why}): {self.url}"
 
 
 class ReportWriter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from xxhash import xxh3_64_intdigest
@@ -27,3 +28,34 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
 def is_short(text: str, min_length: int) -> bool:
     """Whether ``text`` has fewer than ``min_length`` letters once normalized."""
     return len(normalize(text)) < min_length
+
+
+#: A page's sentences: (64-bit hash of the normalized sentence, its letters), distinct.
+Sentences = tuple[tuple[int, int], ...]
+
+#: Pages under this many letters keep their sentences for sentence-level matching.
+SENTENCE_PAGE_LETTERS = 300
+#: Sentences shorter than this once normalized (a date, "Share", a caption) do not count.
+SENTENCE_MIN_LETTERS = 8
+#: Seed of the sentence hashes (never equal to a page's exact hash by construction).
+_SENTENCE_SEED = 0x6E64_7365_6E74_656E
+#: Sentence ends: CJK and Latin full stops, question and exclamation marks, semicolons, and
+#: line breaks (headlines, list items); a Latin full stop only before whitespace (not in 3.5).
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n|(?<=\.)\s")
+
+
+def sentences(text: str) -> Sentences:
+    """The distinct normalized sentences of ``text`` of at least SENTENCE_MIN_LETTERS letters."""
+    found: dict[int, int] = {}
+    for part in _SENTENCE_END.split(text):
+        norm = normalize(part) if part else ""
+        if len(norm) >= SENTENCE_MIN_LETTERS:
+            found[xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
+                norm
+            )
+    return tuple(sorted(found.items()))
+
+
+def letters(page: Sentences) -> int:
+    """The letters of a page's sentences."""
+    return sum(n for _, n in page)

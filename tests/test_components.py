@@ -41,7 +41,8 @@ def test_addon_enables_every_component_once() -> None:
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
     assert (config.k, config.design) == (EMBEDDED_K, "blocks-10-11") == (10, "blocks-10-11")
-    assert config.header.confirm_k == config.confirm_k == EMBEDDED_CONFIRM_K == 12
+    assert config.header.confirm_k == config.confirm_k == EMBEDDED_CONFIRM_K == 22
+    assert config.header.sentence_share == config.sentence_share == 0.4
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
@@ -50,7 +51,7 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
         6,
         "blocks-6-8",
     )
-    assert redis.confirm_k == REDIS_CONFIRM_K == 14
+    assert redis.confirm_k == REDIS_CONFIRM_K == 20
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:
@@ -58,8 +59,10 @@ def test_config_rejects_disabled_and_bad_settings() -> None:
         Config.from_settings(Settings({"NEARDUPE_ENABLED": "False"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_K=10 must be within 0\.\.3"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table"}))
-    with pytest.raises(ValueError, match=r"NEARDUPE_CONFIRM_K=65 must be within 0\.\.64"):
-        Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "65"}))
+    with pytest.raises(ValueError, match=r"NEARDUPE_CONFIRM_K=129 must be within 0\.\.128"):
+        Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "129"}))
+    with pytest.raises(ValueError, match=r"NEARDUPE_SENTENCE_SHARE=0\.0 must be within"):
+        Config.from_settings(Settings({"NEARDUPE_SENTENCE_SHARE": "0"}))
     with pytest.raises(ValueError, match="unknown index design"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "5-table"}))
 

@@ -87,3 +87,40 @@ def test_disabled_plugin_is_not_configured(site, tmp_path: Path) -> None:
     assert result.returncode == 0, result.log[-3000:]
     assert not any(k.startswith("neardupe/") for k in result.stats)
     assert len(result.items) == 11  # every HTML page: 9 articles, the home page, a tiny one
+
+
+def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: Path) -> None:
+    """A brief under 200 letters and its copy with a sentence added: no fingerprint joins
+    them (the brief is decided by an exact hash), their shared sentences do. A brief of the
+    same words in another order is kept."""
+    from tests.mockserver import Page
+    from tests.site import TEMPLATES
+
+    brief = [
+        "The city council approved the harbor budget on Monday evening.",
+        "Ferries will run every twenty minutes from June.",
+    ]
+    added = [*brief, "Critics said the vote was rushed."]
+    shuffled = [
+        "The harbor council approved the city budget on Monday evening.",
+        "Ferries will run from June every twenty minutes.",
+    ]
+    html = {
+        "/ledger/brief.html": TEMPLATES[0].render("Harbor vote", brief, 12, "2024-05-01"),
+        "/metro/brief.html": TEMPLATES[1].render("Harbor vote", added, 345, "May 2"),
+        "/courier/brief.html": TEMPLATES[2].render("Harbor vote", shuffled, 7, "today"),
+    }
+    pages = {path: Page(page.encode()) for path, page in html.items()}
+    links = "".join(f'<a href="{p}">{p}</a> ' for p in html)
+    pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
+    with MockServer(pages) as server:
+        result = run_crawl(tmp_path, ["crawl", "pages", "-a", f"start_url={server.url}/"])
+    assert result.returncode == 0, result.log[-3000:]
+    decisions = result.decisions()
+    first, copy, other = (decisions[server.url + p] for p in html)
+    assert other["decision"] == "kept", other
+    kept, dropped = sorted((first, copy), key=lambda line: line["decision"] != "kept")
+    assert (kept["decision"], dropped["decision"]) == ("kept", "dropped"), (first, copy)
+    assert dropped["duplicate_of"] == kept["url"]
+    assert (dropped["reason"], dropped["distance"]) == ("shared-sentences", None)
+    assert f"near-duplicate of {kept['url']} (its sentences)" in result.log

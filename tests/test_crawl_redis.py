@@ -126,6 +126,7 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
     name = f"pending-{tmp_path.name}"
     pending = Path(data_path(f"neardupe-pending-{name}.jsonl"))
     pages = [(0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321), (0x0F0F_0F0F_F0F0_F0F0, 77)]
+    brief = ((2**63 + 5, 40), (7, 60))  # the second page is short: it keeps its sentences
 
     async def crawl(index: str, items: list[tuple[str, int, int]]) -> list[str]:
         crawler = get_crawler(
@@ -140,7 +141,9 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         decisions = []
         for url, fp, signature in items:
             item = {"url": url}
-            pipeline.links.attach(item, url, Analysis("", fp, "en", signature=signature))
+            kept = brief if url.endswith("/1") else ()
+            analysis = Analysis("", fp, "en", signature=signature, sentences=kept)
+            pipeline.links.attach(item, url, analysis)
             try:
                 await pipeline.process_item(item)
                 decisions.append("kept")
@@ -153,14 +156,21 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         first = [(f"http://a/{i}", fp, sig) for i, (fp, sig) in enumerate(pages)]
         assert asyncio.run(crawl(dead, first)) == ["kept", "kept"]
         lines = [json.loads(line) for line in pending.read_text().splitlines()]
-        assert lines == [[fp, url, sig] for url, fp, sig in first]
+        assert lines == [
+            [fp, url, sig, [list(s) for s in brief] if url.endswith("/1") else []]
+            for url, fp, sig in first
+        ]
         with pending.open("a") as f:  # a line from before signatures: still recorded
             f.write(json.dumps([0x5555_0000_5555_0000, "http://old/1"]) + "\n")
             f.write('{"damaged\n[1]\n')  # unreadable lines: skipped with a warning
 
         (fp, sig), copy = pages[0], ("http://b/0", pages[0][0] ^ 0b101, pages[0][1] ^ 1)
-        decisions = asyncio.run(crawl(redis.url, [copy]))
-        assert decisions == ["near-duplicate of http://a/0 (distance 2): http://b/0"]
+        short_copy = ("http://b/1", 0xABCD, 0xABCD)  # another fingerprint, the same sentences
+        decisions = asyncio.run(crawl(redis.url, [copy, short_copy]))
+        assert decisions == [
+            "near-duplicate of http://a/0 (distance 2): http://b/0",
+            "near-duplicate of http://a/1 (its sentences): http://b/1",
+        ]
         assert not pending.exists()
 
         async def stored() -> list[tuple[int, str, int | None]]:

@@ -61,7 +61,7 @@ def test_syndicated_copy_in_another_real_template_is_within_k(articles) -> None:
     first, first_signature = _page_fp(slots[0], article, "none", 1)
     copy, copy_signature = _page_fp(slots[1], article, "combined", 2)
     assert hamming(first, copy) <= DEFAULT_K
-    assert hamming(first_signature, copy_signature) <= CONFIRM_K
+    assert hamming(first, copy) + hamming(first_signature, copy_signature) <= CONFIRM_K
 
 
 def test_different_same_topic_thucnews_articles_are_not_within_k(articles) -> None:
@@ -79,6 +79,23 @@ def test_pawsx_pairs_are_not_dropped_under_the_short_text_policy() -> None:
     assert not [p for p in pairs if exact_fingerprint(p[0]) == exact_fingerprint(p[1])]
     simhash_alike = [p for p in pairs if hamming(fingerprint(p[0]), fingerprint(p[1])) <= K]
     assert simhash_alike, "PAWS-X stops being a stress test for simhash"
+
+
+def test_pawsx_pairs_rarely_share_enough_sentences() -> None:
+    """Sentence-level matching joins look-alike sentences only when one whole sentence of two
+    is the same: 2 of the 1,916 PAWS-X pairs (docs/quality.md)."""
+    from nearDupe.analysis import analyze_text
+    from nearDupe.shorttext import letters
+    from nearDupe.store.base import SENTENCE_SHARE, sentence_matches
+
+    joined = []
+    for a, b, _ in load_pawsx(DATA):
+        first, second = (analyze_text(t, 200, FeatureSettings()).sentences for t in (a, b))
+        if normalize(a) != normalize(b) and first and second:
+            holders = [(h, "b", 0, letters(second)) for h, _ in second]
+            if sentence_matches(first, holders, SENTENCE_SHARE):
+                joined.append((a, b))
+    assert len(joined) <= 2, joined
 
 
 def test_short_text_exact_hash_ignores_case_width_space_and_punctuation() -> None:
@@ -102,6 +119,6 @@ def test_signature_tells_most_look_alike_texts_apart() -> None:
         assert a is not None and b is not None
         if hamming(a[0], b[0]) <= DEFAULT_K:
             close += 1
-            confirmed += hamming(a[1], b[1]) <= CONFIRM_K
+            confirmed += hamming(a[0], b[0]) + hamming(a[1], b[1]) <= CONFIRM_K
     assert close >= 10, "PAWS-X stops being a stress test for k"
     assert confirmed * 4 <= close, (confirmed, close)

@@ -40,6 +40,16 @@ class Backend:
         assert self.server is not None
         return RedisStore.from_url(self.server.url, header, name=self.name)
 
+    async def holders(self, store: Store, sentence: int) -> int:
+        """How many pages the store records under one sentence."""
+        if isinstance(store, EmbeddedStore):
+            return len(store.index._holders(((sentence, 1),)))
+        from nearDupe.store.redis import RedisStore, sentence_entries
+
+        assert isinstance(store, RedisStore)
+        value = await store.client.hget(f"{{{self.name}}}:sentences", sentence.to_bytes(8, "big"))
+        return len(sentence_entries(value or b""))
+
 
 @pytest.fixture(scope="module")
 def redis_for_contract(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer | None]:
@@ -204,14 +214,15 @@ def test_header_mismatch_is_refused(backend: Backend) -> None:
 
 
 def test_signature_confirms_candidates(backend: Backend) -> None:
-    """A page within k is a match only if its signature is within confirm_k too."""
+    """A page within k is a match only if its distance plus its signature's is within
+    confirm_k."""
 
     async def body() -> None:
-        store = backend.open(IndexHeader(confirm_k=4))
+        store = backend.open(IndexHeader(confirm_k=6))
         original, sig = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210
         assert await store.check_and_add(original, "a", sig) is None
         near = flip(original, 5, 40)
-        # Same words, another order: fingerprint within k, signature 5 bits away: kept.
+        # Same words, another order: fingerprint 2 bits away, signature 5 bits away: kept.
         assert await store.check_and_add(near, "b", flip(sig, 1, 2, 3, 4, 5)) is None
         copy_of_a = flip(original, 7)
         assert await store.check_and_add(copy_of_a, "c", flip(sig, 60)) == Match("a", original, 1)
@@ -226,7 +237,7 @@ def test_signature_confirms_candidates(backend: Backend) -> None:
         assert await store.query(original, 3, flip(sig, 62)) == [Match("a", original, 0)]
         assert await store.query(original, 3, ~sig & (2**64 - 1)) == []
         await store.close()
-        reopened = backend.open(IndexHeader(confirm_k=4))
+        reopened = backend.open(IndexHeader(confirm_k=6))
         assert await reopened.check_and_add(copy_of_b, "f", flip(sig, 1, 2, 3, 4)) == Match(
             "b", near, 1
         )
@@ -238,7 +249,7 @@ def test_signature_confirms_candidates(backend: Backend) -> None:
 def test_confirmed_matches_against_brute_force(backend: Backend) -> None:
     async def body() -> None:
         rng = random.Random(11)
-        store = backend.open(IndexHeader(confirm_k=6))
+        store = backend.open(IndexHeader(confirm_k=9))
         stored: dict[int, list[tuple[str, int]]] = {}  # fp -> its pages, oldest first
         for i in range(400):
             fp, sig = rng.getrandbits(64), rng.getrandbits(64)
@@ -252,12 +263,56 @@ def test_confirmed_matches_against_brute_force(backend: Backend) -> None:
                 Match(key, m.fingerprint, m.distance)
                 for m in candidates
                 for key, other in stored[m.fingerprint]
-                if (other ^ sig).bit_count() <= 6
+                if m.distance + (other ^ sig).bit_count() <= 9
             ]
             got = await store.check_and_add(fp, key, sig)
             assert got == (expected[0] if expected else None)
             if got is None:
                 stored.setdefault(fp, []).append((key, sig))
         await store.close()
+
+    run(body)
+
+
+def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
+    """Sentence-level matching: a page sharing enough of a stored page's sentence letters (both
+    ways) is its duplicate, whatever its fingerprint; each sentence keeps a bounded list."""
+    from nearDupe.shorttext import letters, sentences
+
+    brief = "The council approved the new budget on Monday. Schools get more money next year."
+    added = brief + " Critics said the plan was rushed through."
+    other = "The council rejected the stadium plan on Monday. Fans were disappointed by it."
+    template = "Subscribe to our newsletter for daily updates from the city."
+    rng = random.Random(5)
+    fps = [rng.getrandbits(64) for _ in range(40)]  # pairwise far apart
+
+    async def body() -> None:
+        store = backend.open(IndexHeader(sentence_share=0.4))
+        assert await store.check_and_add(fps[0], "a", fps[0], sentences(brief)) is None
+        share = letters(sentences(brief)) / letters(sentences(added))
+        assert await store.check_and_add(fps[1], "b", fps[1], sentences(added)) == Match(
+            "a", fps[0], None, round(share, 3)
+        )
+        assert await store.check_and_add(fps[2], "c", fps[2], sentences(other)) is None
+        # Sharing only the template sentence with each other: under 40 % of their letters.
+        assert await store.check_and_add(fps[3], "d", None, sentences(template + "\n" + brief))
+        for i in range(4, 24):  # one sentence on many pages: recorded for the first 16 only
+            page = (
+                f"{template}\nStory number {i} is about something else entirely. It has a "
+                f"second sentence of its own, number {i}. And a third one, {i} to be told apart."
+            )
+            assert await store.check_and_add(fps[i], f"t{i}", None, sentences(page)) is None
+        found = await store.query(fps[30], 0, None, sentences(brief))
+        assert [(m.key, m.distance, m.shared) for m in found] == [("a", None, 1.0)]
+        assert await store.count() == 22
+        await store.close()
+        reopened = backend.open(IndexHeader(sentence_share=0.9))
+        # At 90 %, the brief with a sentence added is no longer a copy; the brief still is.
+        assert await reopened.check_and_add(fps[31], "e", None, sentences(added)) is None
+        match = await reopened.check_and_add(fps[32], "f", None, sentences(brief))
+        assert match is not None and (match.key, match.shared) == ("a", 1.0)
+        ((template_hash, _),) = sentences(template)
+        assert await backend.holders(reopened, template_hash) == 16
+        await reopened.close()
 
     run(body)

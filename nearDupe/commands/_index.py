@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scrapy.exceptions import UsageError
@@ -15,9 +16,13 @@ from nearDupe._settings import Config
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
+from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming
-from nearDupe.store.base import IndexHeader, confirmed
-from nearDupe.store.embedded import to_unsigned
+from nearDupe.store.base import IndexHeader, Match, confirmed, sentence_matches
+from nearDupe.store.embedded import to_signed, to_unsigned
+
+if TYPE_CHECKING:
+    from nearDupe.store.redis import RedisStore
 
 #: The largest search radius the in-memory designs are built for.
 MAX_RADIUS = 16
@@ -53,9 +58,11 @@ class IndexView:
         header: IndexHeader,
         pages: list[tuple[int, str, float | None, int | None]],
         path: Path | None = None,
+        config: Config | None = None,
     ) -> None:
         self.source = source
         self.path = path
+        self.config = config
         self.header = header
         self.design = Design.named(header.design)
         self.fps = np.fromiter((p[0] for p in pages), dtype=np.uint64, count=len(pages))
@@ -69,10 +76,13 @@ class IndexView:
 
     @classmethod
     def open(cls, config: Config) -> IndexView:
-        """The index the settings name: an embedded directory or a Redis index."""
-        if config.is_redis:
-            return cls.from_redis(config)
-        return cls.from_directory(config.index)
+        """The index the settings name (an embedded directory or a Redis index), judged with
+        the settings' confirmation distance and sentence share, as a crawl would."""
+        view = cls.from_redis(config) if config.is_redis else cls.from_directory(config.index)
+        view.header = replace(
+            view.header, confirm_k=config.confirm_k, sentence_share=config.sentence_share
+        )
+        return view
 
     @classmethod
     def from_directory(cls, path: str | Path) -> IndexView:
@@ -81,7 +91,7 @@ class IndexView:
         db_path = path / "pages.sqlite3"
         if not db_path.is_file():
             raise UsageError(f"no nearDupe index at {path} (set NEARDUPE_INDEX, or crawl first)")
-        db = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+        db = _read_only(db_path)
         try:
             row = db.execute("SELECT value FROM meta WHERE name = 'header'").fetchone()
             rows = db.execute("SELECT fp, key, added, sig FROM pages ORDER BY id").fetchall()
@@ -105,19 +115,16 @@ class IndexView:
     @classmethod
     def from_redis(cls, config: Config) -> IndexView:
         """A Redis index (its header must match the settings), read with HSCAN."""
-        from nearDupe.store.redis import RedisStore
 
         async def read() -> list[tuple[int, str, int | None]]:
-            store = RedisStore.from_url(
-                config.index, config.header, name=config.index_name, cluster=config.redis_cluster
-            )
+            store = _redis_store(config)
             try:
                 return await store.pages()
             finally:
                 await store.close()
 
         pages = [(fp, key, None, sig) for fp, key, sig in sorted(asyncio.run(read()))]
-        return cls(f"{config.index} ({config.index_name})", config.header, pages)
+        return cls(f"{config.index} ({config.index_name})", config.header, pages, config=config)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -127,9 +134,43 @@ class IndexView:
         """The distance at or below which the index calls two pages near-duplicates."""
         return self.header.k
 
-    def confirms(self, fp: int, signature: int | None) -> bool:
-        """Whether the page stored with ``fp`` confirms a match with ``signature``."""
-        return confirmed(self.signature(fp), signature, self.header.confirm_k)
+    def confirms(self, fp: int, signature: int | None, distance: int) -> bool:
+        """Whether the page stored with ``fp`` confirms a match at ``distance`` with
+        ``signature``."""
+        return confirmed(self.signature(fp), signature, distance, self.header.confirm_k)
+
+    def sentence_matches(self, sentences: Sentences) -> list[Match]:
+        """Stored short pages that share enough of ``sentences``, the largest share first."""
+        if not sentences:
+            return []
+        return sentence_matches(sentences, self._holders(sentences), self.header.sentence_share)
+
+    def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
+        if self.path is None:
+            assert self.config is not None, "a Redis view keeps its settings"
+            config = self.config
+
+            async def read() -> list[tuple[int, str, int, int]]:
+                store = _redis_store(config)
+                try:
+                    return await store.holders(sentences)
+                finally:
+                    await store.close()
+
+            return asyncio.run(read())
+        db = _read_only(self.path / "pages.sqlite3")
+        try:
+            wanted = [to_signed(h) for h, _ in sentences]
+            rows = db.execute(
+                "SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN "
+                f"({','.join('?' * len(wanted))}) ORDER BY rowid",
+                wanted,
+            ).fetchall()
+        except sqlite3.Error:  # an index written before sentences were kept
+            rows = []
+        finally:
+            db.close()
+        return [(to_unsigned(h), key, to_unsigned(fp), n) for h, key, fp, n in rows]
 
     def signature(self, fp: int) -> int | None:
         """The signature of the first page stored with ``fp`` (None if it has none)."""
@@ -193,3 +234,17 @@ class IndexView:
                 others = [d for other, d in near if other != fp]
                 nearest[fp] = min(others) if others else None
         return [nearest[fp] for fp in self.fps.tolist()]
+
+
+def _read_only(db_path: Path) -> sqlite3.Connection:
+    """A read-only connection to an index's SQLite file (no lock: a crawl may be writing)."""
+    return sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+
+
+def _redis_store(config: Config) -> RedisStore:
+    """The Redis index the settings name (its header must match them)."""
+    from nearDupe.store.redis import RedisStore
+
+    return RedisStore.from_url(
+        config.index, config.header, name=config.index_name, cluster=config.redis_cluster
+    )

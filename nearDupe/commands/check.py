@@ -54,6 +54,7 @@ def check_page(
         "language": analysis.language,
         "k": view.k,
         "confirm_k": view.header.confirm_k,
+        "sentence_share": view.header.sentence_share,
         "radius": radius,
     }
     if analysis.fingerprint is None:
@@ -65,10 +66,21 @@ def check_page(
             "url": key,
             "fingerprint": to_hex(fp),
             "signature_distance": view.signature_distance(fp, analysis.signature),
-            "duplicate": d <= view.k and view.confirms(fp, analysis.signature),
+            "duplicate": d <= view.k and view.confirms(fp, analysis.signature, d),
         }
         for fp, d in view.near(analysis.fingerprint, radius)
         for key in keys.get(fp, [])
+    ]
+    matches += [
+        {
+            "distance": None,
+            "url": m.key,
+            "fingerprint": to_hex(m.fingerprint),
+            "signature_distance": None,
+            "shared": m.shared,
+            "duplicate": True,
+        }
+        for m in view.sentence_matches(analysis.sentences)
     ]
     verdict = "dropped" if any(m["duplicate"] for m in matches) else "kept"
     return {
@@ -92,21 +104,23 @@ def format_check(result: dict[str, Any]) -> str:
     matches = result["matches"]
     if result["verdict"] == "dropped":
         first = next(m for m in matches if m["duplicate"])
-        lines.append(
-            f"verdict       DROPPED: near-duplicate of {first['url']} "
-            f"(distance {first['distance']} <= k={result['k']})"
+        why = (
+            f"distance {first['distance']} <= k={result['k']}"
+            if first["distance"] is not None
+            else f"shares {first['shared']:.0%} of the sentences of both pages"
         )
+        lines.append(f"verdict       DROPPED: near-duplicate of {first['url']} ({why})")
     elif any(m["distance"] <= result["k"] for m in matches):
         lines.append(
             f"verdict       KEPT: the stored pages within k={result['k']} differ in word order "
-            f"(signatures more than {result['confirm_k']} bits apart)"
+            f"(fingerprint and signature distances add up to more than {result['confirm_k']})"
         )
     else:
         lines.append(f"verdict       KEPT: no stored page within k={result['k']}")
     lines += ["", f"stored pages within {result['radius']} bits ({len(matches)}):"]
     lines += ["  bits  signature  verdict    fingerprint       url"] if matches else []
     lines += [
-        f"  {m['distance']:>4}  {_bits(m['signature_distance']):>9}  "
+        f"  {_bits(m['distance']):>4}  {_bits(m['signature_distance']):>9}  "
         f"{'DUPLICATE' if m['duplicate'] else 'near     '}  {m['fingerprint']}  {m['url']}"
         for m in matches
     ] or ["  (none)"]

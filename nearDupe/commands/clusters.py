@@ -11,7 +11,7 @@ import numpy as np
 
 from nearDupe.commands._index import IndexView, neighbours
 from nearDupe.simhash import hamming, to_hex
-from nearDupe.store.base import confirmed
+from nearDupe.store.base import NO_CONFIRMATION, confirmed
 
 #: Above this many distinct fingerprints a cluster's max_distance is taken over its edges only.
 _PAIRWISE_LIMIT = 200
@@ -70,10 +70,11 @@ def pages_of(view: IndexView, decisions: list[dict[str, Any]] | None = None) -> 
 
 
 def find_clusters(
-    pages: list[Page], k: int, min_size: int = 2, confirm_k: int = 64
+    pages: list[Page], k: int, min_size: int = 2, confirm_k: int = NO_CONFIRMATION
 ) -> list[Cluster]:
-    """Connected groups of pages within distance k of each other whose signatures (where
-    known) are within ``confirm_k``, as the index decides, biggest first."""
+    """Connected groups of pages within distance k of each other that their signatures (where
+    known) confirm (see :func:`~nearDupe.store.base.confirmed`), as the index decides, biggest
+    first."""
     if not pages:
         return []
     fps = np.array([p.fingerprint for p in pages], dtype=np.uint64)
@@ -93,7 +94,7 @@ def find_clusters(
     edge_max = [0] * len(unique)
     for i, near in enumerate(neighbours(unique, k)):
         for other, d in near:
-            if not confirmed(signature[int(unique[i])], signature[other], confirm_k):
+            if not confirmed(signature[int(unique[i])], signature[other], d, confirm_k):
                 continue
             a, b = root(i), root(slot[other])
             if a != b:

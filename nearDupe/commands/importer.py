@@ -138,12 +138,14 @@ async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Ana
         return Decision(f"{feed}#{number}", "skipped", reason="no-url-field")
     if analysis.skip_reason or analysis.fingerprint is None:
         return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-    match = await store.check_and_add(analysis.fingerprint, url, analysis.signature)
+    match = await store.check_and_add(
+        analysis.fingerprint, url, analysis.signature, analysis.sentences
+    )
     if match is None:
         return Decision(url, "kept", analysis.fingerprint)
     if match.key == url:
         return Decision(url, "skipped", analysis.fingerprint, reason="already-indexed")
-    return Decision(url, "dropped", analysis.fingerprint, match.key, match.distance)
+    return Decision.drop(url, analysis.fingerprint, match)
 
 
 def open_writable(config: Config) -> Store:

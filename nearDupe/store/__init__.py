@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from nearDupe.shorttext import Sentences
 from nearDupe.store.base import IndexHeader, Match
 from nearDupe.store.embedded import EmbeddedIndex
 
@@ -20,14 +21,22 @@ class Store(Protocol):
 
     header: IndexHeader
 
-    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
-        """The nearest stored page within k whose signature is within the header's confirm_k,
-        or None after recording (fp, key, signature) atomically."""
+    async def check_and_add(
+        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+    ) -> Match | None:
+        """The nearest stored page within k that ``signature`` confirms (the header's
+        confirm_k), else the short page sharing the most of ``sentences`` (at least the
+        header's sentence_share of both); or None after recording the page atomically."""
 
     async def query(
-        self, fp: int, k: int | None = None, signature: int | None = None
+        self,
+        fp: int,
+        k: int | None = None,
+        signature: int | None = None,
+        sentences: Sentences = (),
     ) -> list[Match]:
-        """Stored pages within distance k (confirmed by ``signature`` if given), nearest first."""
+        """Stored pages within distance k (confirmed by ``signature`` if given), nearest first,
+        then the short pages that share enough of ``sentences``."""
 
     async def count(self) -> int:
         """How many pages are stored."""
@@ -65,15 +74,21 @@ class EmbeddedStore:
             return func(*args)
         return await loop.run_in_executor(self._thread, func, *args)
 
-    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
+    async def check_and_add(
+        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+    ) -> Match | None:
         """See :class:`Store`."""
-        return await self._run(self.index.check_and_add, fp, key, signature)
+        return await self._run(self.index.check_and_add, fp, key, signature, sentences)
 
     async def query(
-        self, fp: int, k: int | None = None, signature: int | None = None
+        self,
+        fp: int,
+        k: int | None = None,
+        signature: int | None = None,
+        sentences: Sentences = (),
     ) -> list[Match]:
         """See :class:`Store`."""
-        return await self._run(self.index.query, fp, k, signature)
+        return await self._run(self.index.query, fp, k, signature, sentences)
 
     async def count(self) -> int:
         """See :class:`Store`."""

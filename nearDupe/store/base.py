@@ -2,37 +2,70 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
+from nearDupe.shorttext import Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
 
 #: Version of the on-disk / in-Redis layout (not of the fingerprint algorithm).
 FORMAT_VERSION = 2
 
-#: Bits of a signature; a confirmation distance of this much accepts every candidate.
-_SIGNATURE_BITS = 64
+#: A confirmation distance of this much accepts every candidate (64 bits of fingerprint and
+#: 64 of signature).
+NO_CONFIRMATION = 128
+#: Default share of sentence letters two pages must have in common (README "How well").
+SENTENCE_SHARE = 0.4
+#: A sentence is recorded for at most this many pages: one on more is template text, and the
+#: lookups of a page that has it stay bounded.
+SENTENCE_HOLDERS = 16
 
 
-def confirmed(stored: int | None, signature: int | None, confirm_k: int) -> bool:
-    """Whether a candidate within k is a match: both signatures within ``confirm_k`` bits.
+def confirmed(stored: int | None, signature: int | None, distance: int, confirm_k: int) -> bool:
+    """Whether a candidate at fingerprint ``distance`` is a match: that distance plus the
+    distance of the two signatures is at most ``confirm_k``.
 
     A page stored or asked about without a signature is judged on its fingerprint alone.
     """
-    if stored is None or signature is None or confirm_k >= _SIGNATURE_BITS:
+    if stored is None or signature is None or confirm_k >= NO_CONFIRMATION:
         return True
-    return hamming(stored, signature) <= confirm_k
+    return distance + hamming(stored, signature) <= confirm_k
 
 
 @dataclass(frozen=True)
 class Match:
-    """A stored page near a query: its key (URL), fingerprint and Hamming distance."""
+    """A stored page like a query: its key (URL), fingerprint and Hamming distance, or (for
+    short pages matched by their sentences) no distance and the share of sentences shared."""
 
     key: str
     fingerprint: int
-    distance: int
+    distance: int | None
+    shared: float | None = None
+
+
+def sentence_matches(
+    query: Sentences, holders: Iterable[tuple[int, str, int, int]], share: float
+) -> list[Match]:
+    """The stored pages whose common sentences make up at least ``share`` of the query's
+    sentence letters and of their own, the largest share first (then the first met).
+
+    ``holders`` are (sentence hash, key, fingerprint, that page's sentence letters) of the
+    stored pages that have one of the query's sentences.
+    """
+    mine = dict(query)
+    total = letters(query)
+    common: dict[tuple[str, int], int] = {}
+    their: dict[tuple[str, int], int] = {}
+    for sentence, key, fp, page_letters in holders:
+        if sentence in mine:
+            common[key, fp] = common.get((key, fp), 0) + mine[sentence]
+            their[key, fp] = page_letters
+    shares = {page: min(n / total, n / their[page]) for page, n in common.items()}
+    chosen = sorted((page for page in shares if shares[page] >= share), key=lambda p: -shares[p])
+    return [Match(key, fp, None, round(shares[key, fp], 3)) for key, fp in chosen]
 
 
 @dataclass(frozen=True)
@@ -41,8 +74,10 @@ class IndexHeader:
 
     design: str = "4-table"
     k: int = 3
-    #: A candidate within k is a match only if the signatures differ in at most this many bits.
-    confirm_k: int = _SIGNATURE_BITS
+    #: A candidate within k is a match only if its distance plus the signatures' is at most this.
+    confirm_k: int = NO_CONFIRMATION
+    #: Pages with sentences match when they share this much of both pages' sentence letters.
+    sentence_share: float = SENTENCE_SHARE
     features: dict[str, Any] = field(default_factory=lambda: FeatureSettings().to_dict())
     algorithm: int = ALGORITHM_VERSION
     bits: int = 64
@@ -52,8 +87,10 @@ class IndexHeader:
         design = Design.named(self.design)
         if not 0 <= self.k <= design.k:
             raise ValueError(f"k={self.k} is outside 0..{design.k} for design {self.design}")
-        if not 0 <= self.confirm_k <= _SIGNATURE_BITS:
-            raise ValueError(f"confirm_k={self.confirm_k} is outside 0..{_SIGNATURE_BITS}")
+        if not 0 <= self.confirm_k <= NO_CONFIRMATION:
+            raise ValueError(f"confirm_k={self.confirm_k} is outside 0..{NO_CONFIRMATION}")
+        if not 0 < self.sentence_share <= 1:
+            raise ValueError(f"sentence_share={self.sentence_share} is outside (0, 1]")
 
     @classmethod
     def for_settings(
@@ -61,11 +98,18 @@ class IndexHeader:
         design: str,
         k: int,
         features: FeatureSettings | None = None,
-        confirm_k: int = _SIGNATURE_BITS,
+        confirm_k: int = NO_CONFIRMATION,
+        sentence_share: float = SENTENCE_SHARE,
     ) -> IndexHeader:
         """The header for an index with these settings."""
         features_dict = (features or FeatureSettings()).to_dict()
-        return cls(design=design, k=k, features=features_dict, confirm_k=confirm_k)
+        return cls(
+            design=design,
+            k=k,
+            features=features_dict,
+            confirm_k=confirm_k,
+            sentence_share=sentence_share,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """As stored (JSON-able)."""
@@ -74,10 +118,11 @@ class IndexHeader:
     def mismatches(self, stored: dict[str, Any], *, design: bool = True) -> list[str]:
         """Human-readable differences between this header and a stored one.
 
-        The distances (k, confirm_k) may differ: they are chosen per crawl, not stored. So may
-        the design when ``design`` is false (a store that rebuilds its tables for a new one).
+        The thresholds (k, confirm_k, sentence_share) may differ: they are chosen per crawl, not
+        stored. So may the design when ``design`` is false (a store that rebuilds its tables for
+        a new one).
         """
-        free = ("k", "confirm_k") if design else ("k", "confirm_k", "design")
+        free = ("k", "confirm_k", "sentence_share") + (() if design else ("design",))
         return [
             f"{name}: index has {stored.get(name)!r}, settings ask for {value!r}"
             for name, value in self.to_dict().items()

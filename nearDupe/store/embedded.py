@@ -1,8 +1,10 @@
 """The embedded persistent index: SQLite (WAL) holds every page, a numpy snapshot reopens fast.
 
 Layout of the index directory:
-  pages.sqlite3   table ``pages(id, fp, key, added, sig)`` (sig: the confirmation signature)
-                  plus ``meta`` (header, snapshot info);
+  pages.sqlite3   table ``pages(id, fp, key, added, sig)`` (sig: the confirmation signature),
+                  ``sentences(sentence, fp, letters, key)`` (the sentences of short pages: a
+                  hash, and the page's fingerprint, sentence letters and key) and ``meta``
+                  (header, snapshot info);
                   SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
                   loses at most the pages added since the last commit (``commit_interval``).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
@@ -18,6 +20,7 @@ import logging
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -28,7 +31,14 @@ from xxhash import xxh3_64_intdigest
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
 from nearDupe.index import BlockIndex
-from nearDupe.store.base import IndexHeader, Match, confirmed
+from nearDupe.shorttext import Sentences, letters
+from nearDupe.store.base import (
+    SENTENCE_HOLDERS,
+    IndexHeader,
+    Match,
+    confirmed,
+    sentence_matches,
+)
 
 try:
     import fcntl
@@ -70,6 +80,7 @@ class EmbeddedIndex:
         self.header = header or IndexHeader()
         self.k = self.header.k
         self.confirm_k = self.header.confirm_k
+        self.sentence_share = self.header.sentence_share
         self.commit_interval = commit_interval
         self._lock_file = self._lock()
         try:
@@ -85,6 +96,10 @@ class EmbeddedIndex:
         #: signed fp -> (key, signed signature) of its uncommitted pages (a full disk can make
         #: the list above long; matches look here).
         self._unsaved_by_fp: dict[int, list[tuple[str, int | None]]] = {}
+        #: (signed sentence, signed fp, letters, key) of the sentences not yet committed, and
+        #: the same by sentence.
+        self._unsaved_sentences: list[tuple[int, int, int, str]] = []
+        self._unsaved_by_sentence: dict[int, list[tuple[int, int, int, str]]] = {}
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -123,6 +138,10 @@ class EmbeddedIndex:
                     id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
                     added REAL NOT NULL, sig INTEGER);
                 CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
+                CREATE TABLE IF NOT EXISTS sentences (
+                    sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
+                    key TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
                 """
             )
             db.execute("PRAGMA quick_check").fetchone()
@@ -202,41 +221,90 @@ class EmbeddedIndex:
     def __len__(self) -> int:
         return len(self.index)
 
-    def query(self, fp: int, k: int | None = None, signature: int | None = None) -> list[Match]:
-        """Stored pages within distance k (default: the index's k), nearest first.
+    def query(
+        self,
+        fp: int,
+        k: int | None = None,
+        signature: int | None = None,
+        sentences: Sentences = (),
+    ) -> list[Match]:
+        """Stored pages within distance k (default: the index's k), nearest first, then the
+        pages that share enough of ``sentences``.
 
-        With a ``signature``, only pages whose signature is within ``confirm_k`` of it.
+        With a ``signature``, only pages it confirms (see :func:`~nearDupe.store.base.confirmed`).
         """
-        return list(self._confirmed(fp, self.k if k is None else k, signature))
+        found = list(self._confirmed(fp, self.k if k is None else k, signature))
+        if sentences:
+            found += sentence_matches(sentences, self._holders(sentences), self.sentence_share)
+        return found
 
-    def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
-        """The nearest stored page within k, or None after recording (fp, key) as new.
-
-        A stored page within k whose signature differs from ``signature`` by more than
-        ``confirm_k`` bits is not a match (see :func:`~nearDupe.store.base.confirmed`).
-        """
+    def check_and_add(
+        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+    ) -> Match | None:
+        """The nearest stored page within k that ``signature`` confirms, else the page sharing
+        the most of ``sentences``; or None after recording the page as new."""
         match = next(self._confirmed(fp, self.k, signature), None)
+        holders = self._holders(sentences) if sentences else []
+        if match is None and sentences:
+            match = next(iter(sentence_matches(sentences, holders, self.sentence_share)), None)
         if match is not None:
             self._commit_if_due()
             return match
-        self.add(fp, key, signature)
+        self._add(fp, key, signature, sentences, holders)
         return None
 
     def _confirmed(self, fp: int, k: int, signature: int | None) -> Iterator[Match]:
         """Stored pages within k whose signature confirms ``signature``, nearest first (lazily:
         check-and-add reads the stored keys of the first only)."""
         for found, d in _distinct(self.index.query(fp, k)):
-            key = self._confirmed_key(found, signature)
+            key = self._confirmed_key(found, signature, d)
             if key is not None:
                 yield Match(key, found, d)
 
-    def add(self, fp: int, key: str, signature: int | None = None) -> None:
+    def add(
+        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+    ) -> None:
         """Record a page unconditionally (durable at the next commit)."""
+        self._add(fp, key, signature, sentences, self._holders(sentences) if sentences else [])
+
+    def _add(
+        self,
+        fp: int,
+        key: str,
+        signature: int | None,
+        sentences: Sentences,
+        holders: list[tuple[int, str, int, int]],
+    ) -> None:
         self.index.add(fp)
         sig = None if signature is None else to_signed(signature)
         self._unsaved.append((to_signed(fp), key, time.time(), sig))
         self._unsaved_by_fp.setdefault(to_signed(fp), []).append((key, sig))
+        held = Counter(sentence for sentence, *_ in holders)
+        total = letters(sentences)
+        for sentence, _ in sentences:
+            if held[sentence] < SENTENCE_HOLDERS:
+                row = (to_signed(sentence), to_signed(fp), total, key)
+                self._unsaved_sentences.append(row)
+                self._unsaved_by_sentence.setdefault(row[0], []).append(row)
         self._commit_if_due()
+
+    def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
+        """(sentence, key, fp, sentence letters) of the stored pages with one of ``sentences``,
+        oldest first."""
+        wanted = [to_signed(sentence) for sentence, _ in sentences]
+        marks = ",".join("?" * len(wanted))
+        rows = self._db.execute(
+            f"SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN ({marks}) "
+            "ORDER BY rowid",
+            wanted,
+        ).fetchall()
+        for sentence in wanted:
+            rows += [
+                (s, key, fp, n) for s, fp, n, key in self._unsaved_by_sentence.get(sentence, [])
+            ]
+        position = {sentence: i for i, sentence in enumerate(wanted)}
+        rows.sort(key=lambda row: position[row[0]])  # stable: oldest first per sentence
+        return [(to_unsigned(s), key, to_unsigned(fp), n) for s, key, fp, n in rows]
 
     def _commit_if_due(self) -> None:
         # Also called when nothing is added, so a page kept before a run of duplicates does not
@@ -262,10 +330,11 @@ class EmbeddedIndex:
         unsaved = self._unsaved_by_fp.get(signed, [])
         return [(key, None if sig is None else to_unsigned(sig)) for key, sig in [*rows, *unsaved]]
 
-    def _confirmed_key(self, fp: int, signature: int | None) -> str | None:
-        """The first key stored with ``fp`` whose signature confirms the match, if any."""
+    def _confirmed_key(self, fp: int, signature: int | None, distance: int) -> str | None:
+        """The first key stored with ``fp`` (at ``distance``) whose signature confirms the
+        match, if any."""
         for key, stored in self._rows(fp):
-            if confirmed(stored, signature, self.confirm_k):
+            if confirmed(stored, signature, distance, self.confirm_k):
                 return key
         return None
 
@@ -290,6 +359,10 @@ class EmbeddedIndex:
             self._db.executemany(
                 "INSERT INTO pages (fp, key, added, sig) VALUES (?, ?, ?, ?)", self._unsaved
             )
+            self._db.executemany(
+                "INSERT INTO sentences (sentence, fp, letters, key) VALUES (?, ?, ?, ?)",
+                self._unsaved_sentences,
+            )
             self._db.commit()
         except sqlite3.Error:
             with contextlib.suppress(sqlite3.Error):
@@ -297,6 +370,8 @@ class EmbeddedIndex:
             raise
         self._unsaved.clear()
         self._unsaved_by_fp.clear()
+        self._unsaved_sentences.clear()
+        self._unsaved_by_sentence.clear()
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:

@@ -8,6 +8,9 @@ Key layout (``name`` defaults to ``neardupe``; every key carries the hash tag ``
     {name}:keys          HASH    8-byte big-endian fingerprint -> its pages, one entry each: a
                                  9-byte signature record (a flag byte, 1 if a signature follows,
                                  then 8 bytes big-endian), the key's length (4 bytes), the key
+    {name}:sentences     HASH    8-byte sentence hash -> the short pages that have it (at most
+                                 SENTENCE_HOLDERS), one entry each: 8-byte fingerprint, the
+                                 page's sentence letters (4 bytes), the key's length (4), the key
     {name}:<t>:<prefix>  STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of the
                                  fingerprint permuted by table t (hex): the fingerprints (8 bytes
                                  each, big-endian, unpermuted) appended one after another
@@ -22,7 +25,9 @@ is a hash table on Redis < 7.2), and one GET hands the whole bucket to Lua.
 Check-and-insert is ONE Lua script (EVALSHA): it scans the query's bucket in every table,
 computes Hamming distances on two 32-bit halves with Redis Lua's ``bit`` library, and either
 returns the nearest stored page whose confirmation signature is within ``confirm_k`` of the
-query's, or appends the fingerprint to every bucket (if new) and its page's entry to it.
+query's (their distances adding up to at most ``confirm_k``), or failing that the stored short
+page sharing the most of the query's sentences, or appends the fingerprint to every bucket (if
+new), its page's entry to it and to its sentences.
 Scripts run atomically, so two processes meeting copies of one article at the same time keep
 exactly one.
 
@@ -49,6 +54,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -64,7 +70,14 @@ from redis.retry import Retry
 
 from nearDupe.designs import BITS, Design
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch, StoreUnavailable
-from nearDupe.store.base import FORMAT_VERSION, IndexHeader, Match
+from nearDupe.shorttext import Sentences, letters
+from nearDupe.store.base import (
+    FORMAT_VERSION,
+    SENTENCE_HOLDERS,
+    IndexHeader,
+    Match,
+    sentence_matches,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,24 +116,29 @@ local function halves(s, i)
   return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
 end
 
--- Whether two signature records (a flag byte, 0 for none, then 8 bytes) are within ck bits.
-local function confirms(record, sig, ck)
-  if ck >= 64 or byte(sig, 1) == 0 or byte(record, 1) == 0 then
+local function uint32(s, i)
+  local a, b, c, d = byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+-- Whether a candidate at distance d is confirmed: d plus the distance of two signature
+-- records (a flag byte, 0 for none, then 8 bytes) is at most ck.
+local function confirms(record, sig, d, ck)
+  if ck >= 128 or byte(sig, 1) == 0 or byte(record, 1) == 0 then
     return true
   end
   local shi, slo = halves(record, 2)
   local qhi, qlo = halves(sig, 2)
-  return popcount(bxor(shi, qhi)) + popcount(bxor(slo, qlo)) <= ck
+  return d + popcount(bxor(shi, qhi)) + popcount(bxor(slo, qlo)) <= ck
 end
 
 -- The key of the first page in a stored value (entries: record, 4-byte length, key) whose
--- signature record confirms sig within ck bits, or nil.
-local function confirmed_key(value, sig, ck)
+-- signature record confirms sig at distance d, or nil.
+local function confirmed_key(value, sig, d, ck)
   local i = 1
   while i + 12 <= #value do
-    local a, b, c, d = byte(value, i + 9, i + 12)
-    local n = ((a * 256 + b) * 256 + c) * 256 + d
-    if confirms(string.sub(value, i, i + 8), sig, ck) then
+    local n = uint32(value, i + 9)
+    if confirms(string.sub(value, i, i + 8), sig, d, ck) then
       return string.sub(value, i + 13, i + 12 + n)
     end
     i = i + 13 + n
@@ -153,22 +171,25 @@ local function near(first, fp, k)
 end
 """
 
-# KEYS: keys hash, counter, one bucket per table.
-# ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry.
-# Returns nil when (fp, key) was recorded, else {fp (8 bytes), distance, stored key}.
+# KEYS: keys hash, counter, sentences hash, one bucket per table.
+# ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry,
+# sentences (8-byte hash and 4-byte letters each), sentence share, sentence entry.
+# Returns nil when the page was recorded, else {fp (8 bytes), distance, stored key} or, for a
+# match by sentences, {fp, -1, stored key, share}.
 _LUA_CHECK_AND_ADD = (
     _LUA_COMMON
     + """
 local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local sig, ck, entry = ARGV[5], tonumber(ARGV[6]), ARGV[7]
-local found = near(3, fp, k)
+local sentences, share, sentence_entry = ARGV[8], tonumber(ARGV[9]), ARGV[10]
+local found = near(4, fp, k)
 table.sort(found, function(a, b)
   if a[4] ~= b[4] then return a[4] < b[4] end
   if a[2] ~= b[2] then return a[2] < b[2] end
   return a[3] < b[3]
 end)
 for _, m in ipairs(found) do
-  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', sig, ck)
+  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', sig, m[4], ck)
   if stored then
     if m[4] == 0 and retried == '1' and stored == key then
       return nil
@@ -176,9 +197,45 @@ for _, m in ipairs(found) do
     return {m[1], m[4], stored}
   end
 end
+-- Short pages: the stored page whose common sentences are the largest share of both pages'
+-- sentence letters (see nearDupe.store.base.sentence_matches).
+local total, holders, common, their, order = 0, {}, {}, {}, {}
+for i = 1, #sentences, 12 do
+  local h, n = string.sub(sentences, i, i + 7), uint32(sentences, i + 8)
+  total = total + n
+  local value = redis.call('HGET', KEYS[3], h) or ''
+  local j, count = 1, 0
+  while j + 15 <= #value do
+    local len = uint32(value, j + 12)
+    local page = string.sub(value, j, j + 7) .. string.sub(value, j + 16, j + 15 + len)
+    if not common[page] then
+      common[page], their[page] = 0, uint32(value, j + 8)
+      order[#order + 1] = page
+    end
+    common[page] = common[page] + n
+    count = count + 1
+    j = j + 16 + len
+  end
+  holders[#holders + 1] = {h, value, count}
+end
+local best, best_share = nil, -1
+for _, page in ipairs(order) do
+  local s = math.min(common[page] / total, common[page] / their[page])
+  if s >= share and s > best_share then
+    best, best_share = page, s
+  end
+end
+if best then
+  return {string.sub(best, 1, 8), -1, string.sub(best, 9), tostring(best_share)}
+end
+for _, h in ipairs(holders) do
+  if h[3] < SENTENCE_HOLDERS then
+    redis.call('HSET', KEYS[3], h[1], h[2] .. sentence_entry)
+  end
+end
 local pages = redis.call('HGET', KEYS[1], fp)
 if not pages then
-  for t = 3, #KEYS do
+  for t = 4, #KEYS do
     redis.call('APPEND', KEYS[t], fp)
   end
   pages = ''
@@ -186,7 +243,7 @@ end
 redis.call('HSET', KEYS[1], fp, pages .. entry)
 redis.call('INCR', KEYS[2])
 return nil
-"""
+""".replace("SENTENCE_HOLDERS", str(SENTENCE_HOLDERS))
 )
 
 # KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k, signature record, confirm_k.
@@ -197,7 +254,8 @@ _LUA_QUERY = (
     + """
 local out = {}
 for _, m in ipairs(near(2, ARGV[1], tonumber(ARGV[2]))) do
-  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', ARGV[3], tonumber(ARGV[4]))
+  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', ARGV[3], m[4],
+                               tonumber(ARGV[4]))
   if stored then
     out[#out + 1] = m[1]
     out[#out + 1] = m[4]
@@ -251,8 +309,35 @@ def signature_record(signature: int | None) -> bytes:
 
 def entry(record: bytes, key: str) -> bytes:
     """One page as stored under its fingerprint: signature record, key length, key."""
+    return record + _sized(key.encode())
+
+
+def packed_sentences(sentences: Sentences) -> bytes:
+    """A page's sentences as the check-and-add script reads them: 8-byte hash, 4-byte letters."""
+    return b"".join(h.to_bytes(8, "big") + n.to_bytes(4, "big") for h, n in sentences)
+
+
+def sentence_entry(fp: int, sentences: Sentences, key: str) -> bytes:
+    """One page as stored under each of its sentences: fingerprint, sentence letters, key."""
     data = key.encode()
-    return record + len(data).to_bytes(4, "big") + data
+    return fp.to_bytes(8, "big") + letters(sentences).to_bytes(4, "big") + _sized(data)
+
+
+def sentence_entries(value: bytes) -> list[tuple[str, int, int]]:
+    """(key, fingerprint, sentence letters) of every page stored under one sentence."""
+    out = []
+    i = 0
+    while i + 16 <= len(value):
+        n = int.from_bytes(value[i + 12 : i + 16], "big")
+        fp = int.from_bytes(value[i : i + 8], "big")
+        page_letters = int.from_bytes(value[i + 8 : i + 12], "big")
+        out.append((value[i + 16 : i + 16 + n].decode(), fp, page_letters))
+        i += 16 + n
+    return out
+
+
+def _sized(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
 
 
 def entries(value: bytes) -> list[tuple[str, int | None]]:
@@ -304,6 +389,8 @@ class RedisStore:
         self.design = Design.named(header.design)
         self._tag = "{" + name + "}"
         self._keys_key = f"{self._tag}:keys"
+        self._sentences_key = f"{self._tag}:sentences"
+        self.sentence_share = header.sentence_share
         self._count_key = f"{self._tag}:count"
         self._header_key = f"{self._tag}:header"
         self._layout_key = f"{self._tag}:layout"
@@ -459,31 +546,52 @@ class RedisStore:
 
     # -- the Store contract ----------------------------------------------------------------
 
-    async def check_and_add(self, fp: int, key: str, signature: int | None = None) -> Match | None:
-        """The nearest stored page within k whose signature confirms it, or None after
-        recording (fp, key, signature) atomically."""
+    async def check_and_add(
+        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+    ) -> Match | None:
+        """The nearest stored page within k that ``signature`` confirms, else the short page
+        sharing the most of ``sentences``; or None after recording the page atomically."""
         fp_bytes = fp.to_bytes(8, "big")
         record = signature_record(signature)
-        args = [fp_bytes, self.k, key.encode(), "0", record, self.confirm_k, entry(record, key)]
+        args = [
+            fp_bytes,
+            self.k,
+            key.encode(),
+            "0",
+            record,
+            self.confirm_k,
+            entry(record, key),
+            packed_sentences(sentences),
+            repr(self.sentence_share),
+            sentence_entry(fp, sentences, key),
+        ]
 
         async def attempt(retried: bool) -> Any:
             await self._ensure_ready()
-            keys = [self._keys_key, self._count_key, *self.bucket_keys(fp)]
+            keys = [self._keys_key, self._count_key, self._sentences_key, *self.bucket_keys(fp)]
             args[3] = "1" if retried else "0"
             return await self._check_and_add(keys, args)
 
         reply = await self._retrying("check_and_add", attempt)
         if reply is None:
             return None
-        found, distance, stored = reply
-        return Match(stored.decode(), int.from_bytes(found, "big"), int(distance))
+        found, distance, stored, *shared = reply
+        match = Match(stored.decode(), int.from_bytes(found, "big"), int(distance))
+        if shared:
+            return replace(match, distance=None, shared=round(float(shared[0]), 3))
+        return match
 
     async def query(
-        self, fp: int, k: int | None = None, signature: int | None = None
+        self,
+        fp: int,
+        k: int | None = None,
+        signature: int | None = None,
+        sentences: Sentences = (),
     ) -> list[Match]:
-        """Stored pages within distance k (default: the index's k), nearest first.
+        """Stored pages within distance k (default: the index's k), nearest first, then the
+        short pages that share enough of ``sentences``.
 
-        With a ``signature``, only pages whose signature is within ``confirm_k`` of it.
+        With a ``signature``, only pages it confirms (see :func:`~nearDupe.store.base.confirmed`).
         """
         k = self.k if k is None else k
         if not 0 <= k <= self.design.k:
@@ -500,7 +608,24 @@ class RedisStore:
             Match(reply[i + 2].decode(), int.from_bytes(reply[i], "big"), int(reply[i + 1]))
             for i in range(0, len(reply), 3)
         ]
-        return sorted(matches, key=lambda m: (m.distance, m.fingerprint))
+        matches.sort(key=lambda m: (m.distance, m.fingerprint))
+        if sentences:
+            matches += sentence_matches(
+                sentences, await self.holders(sentences), self.sentence_share
+            )
+        return matches
+
+    async def holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
+        """(sentence, key, fp, sentence letters) of the stored pages with one of ``sentences``."""
+        wanted = [h.to_bytes(8, "big") for h, _ in sentences]
+        values = await self._retrying(
+            "query", lambda _r: self.client.hmget(self._sentences_key, wanted)
+        )
+        return [
+            (h, key, fp, n)
+            for (h, _), value in zip(sentences, values, strict=True)
+            for key, fp, n in sentence_entries(value or b"")
+        ]
 
     async def count(self) -> int:
         """How many pages are stored."""
