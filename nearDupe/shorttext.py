@@ -25,11 +25,6 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
     return xxh3_64_intdigest(data, _SEED)
 
 
-def is_short(text: str, min_length: int) -> bool:
-    """Whether ``text`` has fewer than ``min_length`` letters once normalized."""
-    return len(normalize(text)) < min_length
-
-
 #: A page's sentences: (64-bit hash of the normalized sentence, its letters), distinct.
 Sentences = tuple[tuple[int, int], ...]
 
