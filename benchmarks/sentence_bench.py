@@ -25,12 +25,16 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from redis_bench import start_redis
+from scrapy.settings import Settings
 
+from nearDupe._settings import Config
 from nearDupe.shorttext import Sentences
-from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Store
+from nearDupe.store import EmbeddedIndex, EmbeddedStore, Store
 from nearDupe.store.redis import RedisStore
 
-HEADER = IndexHeader(design="blocks-10-11", k=10, confirm_k=22)
+#: Each backend at its default settings (k=10 embedded, k=6 in Redis).
+EMBEDDED = Config.from_settings(Settings({"NEARDUPE_INDEX": "index"})).header
+REDIS = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://localhost:6379/0"})).header
 TEMPLATE_SENTENCE = (0x7E3A_0000_0000_0001, 40)
 URL = "https://www.example-news.com/2024/05/brief-{:09d}.html"
 
@@ -87,7 +91,7 @@ def embedded(directory: Path, n: int, ops: int) -> dict[str, float]:
     path = directory / f"embedded-{n}"
 
     async def main() -> dict[str, float]:
-        store = EmbeddedStore(EmbeddedIndex(path, HEADER, commit_interval=1.0))
+        store = EmbeddedStore(EmbeddedIndex(path, EMBEDDED, commit_interval=1.0))
         try:
             return await run(store, n, ops)
         finally:
@@ -106,7 +110,7 @@ def redis_store(url: str, n: int, ops: int) -> dict[str, float]:
     before = int(client.info("memory")["used_memory"])
 
     async def main() -> dict[str, float]:
-        store = RedisStore.from_url(url, HEADER, name="sentences")
+        store = RedisStore.from_url(url, REDIS, name="sentences")
         try:
             return await run(store, n, ops)
         finally:

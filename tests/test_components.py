@@ -42,7 +42,7 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
     assert (config.k, config.design) == (EMBEDDED_K, "blocks-10-11") == (10, "blocks-10-11")
     assert config.header.confirm_k == config.confirm_k == EMBEDDED_CONFIRM_K == 22
-    assert config.header.sentence_share == config.sentence_share == 0.4
+    assert config.header.sentence_share == config.sentence_share == 0.3
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
     typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
     assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)

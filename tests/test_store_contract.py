@@ -294,6 +294,10 @@ def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
             "a", fps[0], None, round(share, 3)
         )
         assert await store.check_and_add(fps[2], "c", fps[2], sentences(other)) is None
+        # One sentence in common, half of both pages: a look-alike, not a copy (one sentence
+        # alone must make up twice the share).
+        lead = brief.split(". ")[0] + ". Parents asked for longer opening hours at last."
+        assert await store.check_and_add(fps[24], "g", None, sentences(lead)) is None
         # Sharing only the template sentence with each other: under 40 % of their letters.
         assert await store.check_and_add(fps[3], "d", None, sentences(template + "\n" + brief))
         for i in range(4, 24):  # one sentence on many pages: recorded for the first 16 only
@@ -304,7 +308,7 @@ def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
             assert await store.check_and_add(fps[i], f"t{i}", None, sentences(page)) is None
         found = await store.query(fps[30], 0, None, sentences(brief))
         assert [(m.key, m.distance, m.shared) for m in found] == [("a", None, 1.0)]
-        assert await store.count() == 22
+        assert await store.count() == 23
         await store.close()
         reopened = backend.open(IndexHeader(sentence_share=0.9))
         # At 90 %, the brief with a sentence added is no longer a copy; the brief still is.

@@ -18,7 +18,7 @@ FORMAT_VERSION = 2
 #: 64 of signature).
 NO_CONFIRMATION = 128
 #: Default share of sentence letters two pages must have in common (README "How well").
-SENTENCE_SHARE = 0.4
+SENTENCE_SHARE = 0.3
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -52,19 +52,27 @@ def sentence_matches(
     """The stored pages whose common sentences make up at least ``share`` of the query's
     sentence letters and of their own, the largest share first (then the first met).
 
+    One sentence in common (a quote, a stock line; two look-alike briefs that share their
+    first sentence) is weak evidence: alone it must make up twice the share.
     ``holders`` are (sentence hash, key, fingerprint, that page's sentence letters) of the
     stored pages that have one of the query's sentences.
     """
     mine = dict(query)
     total = letters(query)
     common: dict[tuple[str, int], int] = {}
+    count: dict[tuple[str, int], int] = {}
     their: dict[tuple[str, int], int] = {}
     for sentence, key, fp, page_letters in holders:
         if sentence in mine:
             common[key, fp] = common.get((key, fp), 0) + mine[sentence]
+            count[key, fp] = count.get((key, fp), 0) + 1
             their[key, fp] = page_letters
     shares = {page: min(n / total, n / their[page]) for page, n in common.items()}
-    chosen = sorted((page for page in shares if shares[page] >= share), key=lambda p: -shares[p])
+    single = min(1.0, 2 * share)
+    chosen = sorted(
+        (p for p in shares if shares[p] >= (share if count[p] > 1 else single)),
+        key=lambda p: -shares[p],
+    )
     return [Match(key, fp, None, round(shares[key, fp], 3)) for key, fp in chosen]
 
 

@@ -199,29 +199,33 @@ for _, m in ipairs(found) do
 end
 -- Short pages: the stored page whose common sentences are the largest share of both pages'
 -- sentence letters (see nearDupe.store.base.sentence_matches).
-local total, holders, common, their, order = 0, {}, {}, {}, {}
+local total, holders, common, count, their, order = 0, {}, {}, {}, {}, {}
 for i = 1, #sentences, 12 do
   local h, n = string.sub(sentences, i, i + 7), uint32(sentences, i + 8)
   total = total + n
   local value = redis.call('HGET', KEYS[3], h) or ''
-  local j, count = 1, 0
+  local j, held = 1, 0
   while j + 15 <= #value do
     local len = uint32(value, j + 12)
     local page = string.sub(value, j, j + 7) .. string.sub(value, j + 16, j + 15 + len)
     if not common[page] then
-      common[page], their[page] = 0, uint32(value, j + 8)
+      common[page], count[page], their[page] = 0, 0, uint32(value, j + 8)
       order[#order + 1] = page
     end
-    common[page] = common[page] + n
-    count = count + 1
+    common[page], count[page] = common[page] + n, count[page] + 1
+    held = held + 1
     j = j + 16 + len
   end
-  holders[#holders + 1] = {h, value, count}
+  holders[#holders + 1] = {h, value, held}
 end
-local best, best_share = nil, -1
+local best, best_share, single = nil, -1, math.min(1, 2 * share)
 for _, page in ipairs(order) do
   local s = math.min(common[page] / total, common[page] / their[page])
-  if s >= share and s > best_share then
+  local needed = share
+  if count[page] == 1 then
+    needed = single
+  end
+  if s >= needed and s > best_share then
     best, best_share = page, s
   end
 end
