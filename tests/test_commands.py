@@ -323,6 +323,18 @@ def test_clusters_respect_signatures(tmp_path: Path) -> None:
     ]
     clusters = find_clusters(pages, 8, confirm_k=14)
     assert [sorted(p.url for p in cl.pages) for cl in clusters] == [["https://a", "https://c"]]
+    # A short page dropped for the sentences it shares with b: far by fingerprint, joined.
+    far = ~b & (2**64 - 1)
+    report.append(
+        {"url": "https://d", "decision": "dropped", "fingerprint": f"{far:016x}",
+         "duplicate_of": "https://b", "distance": None, "reason": "shared-sentences"}
+    )  # fmt: skip
+    clusters = find_clusters(pages_of(view, report), 8, confirm_k=14)
+    assert [sorted(p.url for p in cl.pages) for cl in clusters] == [
+        ["https://b", "https://d"],
+        ["https://a", "https://c"],
+    ]
+    assert clusters[0].max_distance == 64
 
 
 def test_check_explains_a_drop_by_shared_sentences(tmp_path: Path) -> None:

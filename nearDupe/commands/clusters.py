@@ -20,12 +20,13 @@ _PAIRWISE_LIMIT = 200
 @dataclass(frozen=True)
 class Page:
     """One page: its URL, fingerprint, whether the index stores it (it was kept), and its
-    signature (a dropped page from a report: that of the page it duplicates)."""
+    signature (a dropped page from a report: that of the page it duplicates, named too)."""
 
     url: str
     fingerprint: int
     stored: bool
     signature: int | None = None
+    duplicate_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def pages_of(view: IndexView, decisions: list[dict[str, Any]] | None = None) -> 
         url, fp = line.get("url"), line.get("fingerprint")
         if url and fp and url not in seen:
             seen.add(url)
-            signature = signature_of.get(line.get("duplicate_of") or "")
-            pages.append(Page(url, int(fp, 16), False, signature))
+            original = line.get("duplicate_of")
+            signature = signature_of.get(original or "")
+            pages.append(Page(url, int(fp, 16), False, signature, original))
     return pages
 
 
@@ -73,8 +75,9 @@ def find_clusters(
     pages: list[Page], k: int, min_size: int = 2, confirm_k: int = NO_CONFIRMATION
 ) -> list[Cluster]:
     """Connected groups of pages within distance k of each other that their signatures (where
-    known) confirm (see :func:`~nearDupe.store.base.confirmed`), as the index decides, biggest
-    first."""
+    known) confirm (see :func:`~nearDupe.store.base.confirmed`), as the index decides, with
+    each dropped page joined to the one it duplicates (short pages matched by their
+    sentences are not within k), biggest first."""
     if not pages:
         return []
     fps = np.array([p.fingerprint for p in pages], dtype=np.uint64)
@@ -92,15 +95,23 @@ def find_clusters(
         return i
 
     edge_max = [0] * len(unique)
+
+    def join(i: int, j: int, d: int) -> None:
+        a, b = root(i), root(j)
+        if a != b:
+            parent[b] = a
+            edge_max[a] = max(edge_max[a], edge_max[b])
+        edge_max[a] = max(edge_max[a], d)
+
     for i, near in enumerate(neighbours(unique, k)):
         for other, d in near:
-            if not confirmed(signature[int(unique[i])], signature[other], d, confirm_k):
-                continue
-            a, b = root(i), root(slot[other])
-            if a != b:
-                parent[b] = a
-                edge_max[a] = max(edge_max[a], edge_max[b])
-            edge_max[a] = max(edge_max[a], d)
+            if confirmed(signature[int(unique[i])], signature[other], d, confirm_k):
+                join(i, slot[other], d)
+    fingerprint_of = {page.url: page.fingerprint for page in pages}
+    for page in pages:
+        original = fingerprint_of.get(page.duplicate_of or "")
+        if original is not None:
+            join(slot[original], slot[page.fingerprint], hamming(original, page.fingerprint))
     groups: dict[int, list[Page]] = {}
     for page in pages:
         groups.setdefault(root(slot[page.fingerprint]), []).append(page)
