@@ -298,6 +298,13 @@ def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
         # alone must make up twice the share).
         lead = brief.split(". ")[0] + ". Parents asked for longer opening hours at last."
         assert await store.check_and_add(fps[24], "g", None, sentences(lead)) is None
+        # Two sentences of template text (an author's bio) in two different short articles:
+        # over 30 % of both, but under half of either: each has its own article.
+        bio = "Jane Roe writes about city hall. She lives by the harbor with two cats."
+        first = f"{bio}\nThe mayor opened a library branch downtown on Friday, and a reading room."
+        second = f"{bio}\nA storm closed the coastal highway for the weekend, and ferries stopped."
+        assert await store.check_and_add(fps[25], "h", None, sentences(first)) is None
+        assert await store.check_and_add(fps[26], "i", None, sentences(second)) is None
         # Sharing only the template sentence with each other: under 40 % of their letters.
         assert await store.check_and_add(fps[3], "d", None, sentences(template + "\n" + brief))
         for i in range(4, 24):  # one sentence on many pages: recorded for the first 16 only
@@ -308,7 +315,7 @@ def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
             assert await store.check_and_add(fps[i], f"t{i}", None, sentences(page)) is None
         found = await store.query(fps[30], 0, None, sentences(brief))
         assert [(m.key, m.distance, m.shared) for m in found] == [("a", None, 1.0)]
-        assert await store.count() == 23
+        assert await store.count() == 25
         await store.close()
         reopened = backend.open(IndexHeader(sentence_share=0.9))
         # At 90 %, the brief with a sentence added is no longer a copy; the brief still is.

@@ -19,6 +19,10 @@ FORMAT_VERSION = 2
 NO_CONFIRMATION = 128
 #: Default share of sentence letters two pages must have in common (README "How well").
 SENTENCE_SHARE = 0.3
+#: The sentences two pages share must also make up this much of one of them: a copy holds
+#: most of the page it copies, while two different short articles that share template text
+#: (an author's bio, a notice) each have their own.
+SENTENCE_CONTAINED = 0.5
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -50,7 +54,8 @@ def sentence_matches(
     query: Sentences, holders: Iterable[tuple[int, str, int, int]], share: float
 ) -> list[Match]:
     """The stored pages whose common sentences make up at least ``share`` of the query's
-    sentence letters and of their own, the largest share first (then the first met).
+    sentence letters and of their own, and SENTENCE_CONTAINED of one of the two, the largest
+    share first (then the first met).
 
     One sentence in common (a quote, a stock line; two look-alike briefs that share their
     first sentence) is weak evidence: alone it must make up twice the share.
@@ -68,9 +73,14 @@ def sentence_matches(
             count[key, fp] = count.get((key, fp), 0) + 1
             their[key, fp] = page_letters
     shares = {page: min(n / total, n / their[page]) for page, n in common.items()}
+    held = {page: max(n / total, n / their[page]) for page, n in common.items()}
     single = min(1.0, 2 * share)
     chosen = sorted(
-        (p for p in shares if shares[p] >= (share if count[p] > 1 else single)),
+        (
+            p
+            for p in shares
+            if shares[p] >= (share if count[p] > 1 else single) and held[p] >= SENTENCE_CONTAINED
+        ),
         key=lambda p: -shares[p],
     )
     return [Match(key, fp, None, round(shares[key, fp], 3)) for key, fp in chosen]

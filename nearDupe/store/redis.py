@@ -73,6 +73,7 @@ from nearDupe.errors import IndexFileError, IndexSettingsMismatch, StoreUnavaila
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.store.base import (
     FORMAT_VERSION,
+    SENTENCE_CONTAINED,
     SENTENCE_HOLDERS,
     IndexHeader,
     Match,
@@ -221,11 +222,12 @@ end
 local best, best_share, single = nil, -1, math.min(1, 2 * share)
 for _, page in ipairs(order) do
   local s = math.min(common[page] / total, common[page] / their[page])
+  local held = math.max(common[page] / total, common[page] / their[page])
   local needed = share
   if count[page] == 1 then
     needed = single
   end
-  if s >= needed and s > best_share then
+  if s >= needed and held >= SENTENCE_CONTAINED and s > best_share then
     best, best_share = page, s
   end
 end
@@ -247,7 +249,9 @@ end
 redis.call('HSET', KEYS[1], fp, pages .. entry)
 redis.call('INCR', KEYS[2])
 return nil
-""".replace("SENTENCE_HOLDERS", str(SENTENCE_HOLDERS))
+""".replace("SENTENCE_HOLDERS", str(SENTENCE_HOLDERS)).replace(
+        "SENTENCE_CONTAINED", repr(SENTENCE_CONTAINED)
+    )
 )
 
 # KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k, signature record, confirm_k.
