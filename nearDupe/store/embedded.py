@@ -244,14 +244,15 @@ class EmbeddedIndex:
         """The nearest stored page within k that ``signature`` confirms, else the page sharing
         the most of ``sentences``; or None after recording the page as new."""
         match = next(self._confirmed(fp, self.k, signature), None)
-        holders = self._holders(sentences) if sentences else []
-        if match is None and sentences:
-            match = next(iter(sentence_matches(sentences, holders, self.sentence_share)), None)
-        if match is not None:
-            self._commit_if_due()
-            return match
-        self._add(fp, key, signature, sentences, holders)
-        return None
+        if match is None:
+            holders = self._holders(sentences) if sentences else []
+            found = sentence_matches(sentences, holders, self.sentence_share) if holders else []
+            if not found:
+                self._add(fp, key, signature, sentences, holders)
+                return None
+            match = found[0]
+        self._commit_if_due()
+        return match
 
     def _confirmed(self, fp: int, k: int, signature: int | None) -> Iterator[Match]:
         """Stored pages within k whose signature confirms ``signature``, nearest first (lazily:
