@@ -19,7 +19,7 @@ from nearDupe.index import BlockIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming
 from nearDupe.store.base import IndexHeader, Match, confirmed, sentence_matches
-from nearDupe.store.embedded import to_signed, to_unsigned
+from nearDupe.store.embedded import committed_holders, to_unsigned
 
 if TYPE_CHECKING:
     from nearDupe.store.redis import RedisStore
@@ -160,17 +160,11 @@ class IndexView:
             return asyncio.run(read())
         db = _read_only(self.path / "pages.sqlite3")
         try:
-            wanted = [to_signed(h) for h, _ in sentences]
-            rows = db.execute(
-                "SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN "
-                f"({','.join('?' * len(wanted))}) ORDER BY rowid",
-                wanted,
-            ).fetchall()
+            return committed_holders(db, sentences)
         except sqlite3.Error:  # an index written before sentences were kept
-            rows = []
+            return []
         finally:
             db.close()
-        return [(to_unsigned(h), key, to_unsigned(fp), n) for h, key, fp, n in rows]
 
     def signature(self, fp: int) -> int | None:
         """The signature of the first page stored with ``fp`` (None if it has none)."""

@@ -292,20 +292,12 @@ class EmbeddedIndex:
     def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
         """(sentence, key, fp, sentence letters) of the stored pages with one of ``sentences``,
         oldest first."""
-        wanted = [to_signed(sentence) for sentence, _ in sentences]
-        marks = ",".join("?" * len(wanted))
-        rows = self._db.execute(
-            f"SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN ({marks}) "
-            "ORDER BY rowid",
-            wanted,
-        ).fetchall()
-        for sentence in wanted:
-            rows += [
-                (s, key, fp, n) for s, fp, n, key in self._unsaved_by_sentence.get(sentence, [])
-            ]
-        position = {sentence: i for i, sentence in enumerate(wanted)}
-        rows.sort(key=lambda row: position[row[0]])  # stable: oldest first per sentence
-        return [(to_unsigned(s), key, to_unsigned(fp), n) for s, key, fp, n in rows]
+        unsaved = [
+            (sentence, key, to_unsigned(fp), n)
+            for sentence, _ in sentences
+            for _, fp, n, key in self._unsaved_by_sentence.get(to_signed(sentence), [])
+        ]
+        return committed_holders(self._db, sentences, unsaved)
 
     def _commit_if_due(self) -> None:
         # Also called when nothing is added, so a page kept before a run of duplicates does not
@@ -421,3 +413,22 @@ class EmbeddedIndex:
 def _distinct(matches: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """(fingerprint, distance) pairs without repeats (one fingerprint may be stored twice)."""
     return list(dict.fromkeys(matches))
+
+
+def committed_holders(
+    db: sqlite3.Connection,
+    sentences: Sentences,
+    unsaved: list[tuple[int, str, int, int]] | None = None,
+) -> list[tuple[int, str, int, int]]:
+    """(sentence, key, fp, sentence letters) of the pages in ``db`` (then ``unsaved``) that
+    have one of ``sentences``, in the order of ``sentences``, oldest first for each."""
+    wanted = [to_signed(sentence) for sentence, _ in sentences]
+    rows = db.execute(
+        f"SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN "
+        f"({','.join('?' * len(wanted))}) ORDER BY rowid",
+        wanted,
+    ).fetchall()
+    found = [(to_unsigned(s), key, to_unsigned(fp), n) for s, key, fp, n in rows]
+    found += unsaved or []
+    position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
+    return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first

@@ -24,8 +24,8 @@ is a hash table on Redis < 7.2), and one GET hands the whole bucket to Lua.
 
 Check-and-insert is ONE Lua script (EVALSHA): it scans the query's bucket in every table,
 computes Hamming distances on two 32-bit halves with Redis Lua's ``bit`` library, and either
-returns the nearest stored page whose confirmation signature is within ``confirm_k`` of the
-query's (their distances adding up to at most ``confirm_k``), or failing that the stored short
+returns the nearest stored page whose fingerprint and confirmation-signature distances to the
+query's add up to at most ``confirm_k``, or failing that the stored short
 page sharing the most of the query's sentences, or appends the fingerprint to every bucket (if
 new), its page's entry to it and to its sentences.
 Scripts run atomically, so two processes meeting copies of one article at the same time keep
@@ -73,6 +73,7 @@ from nearDupe.errors import IndexFileError, IndexSettingsMismatch, StoreUnavaila
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.store.base import (
     FORMAT_VERSION,
+    NO_CONFIRMATION,
     SENTENCE_CONTAINED,
     SENTENCE_HOLDERS,
     IndexHeader,
@@ -125,7 +126,7 @@ end
 -- Whether a candidate at distance d is confirmed: d plus the distance of two signature
 -- records (a flag byte, 0 for none, then 8 bytes) is at most ck.
 local function confirms(record, sig, d, ck)
-  if ck >= 128 or byte(sig, 1) == 0 or byte(record, 1) == 0 then
+  if ck >= NO_CONFIRMATION or byte(sig, 1) == 0 or byte(record, 1) == 0 then
     return true
   end
   local shi, slo = halves(record, 2)
@@ -170,7 +171,7 @@ local function near(first, fp, k)
   end
   return out
 end
-"""
+""".replace("NO_CONFIRMATION", str(NO_CONFIRMATION))
 
 # KEYS: keys hash, counter, sentences hash, one bucket per table.
 # ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry,
