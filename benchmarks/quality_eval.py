@@ -1,6 +1,7 @@
 """Near-duplicate detection quality on real pages: precision/recall per language and edit kind.
 
-Run ``python benchmarks/quality_eval.py`` (``--quick`` for a smaller run). Data is read from
+Run ``python benchmarks/quality_eval.py`` (``--quick`` for a smaller run, ``--seed N`` for
+another sampling of the cases). Data is read from
 ``../shared/data`` next to the repository (override with ``NEARDUPE_DATA``), never copied here.
 
 Every page goes through the real path: ``extract_main_text(html)`` then ``fingerprint``. Cases
@@ -620,12 +621,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a third of the cases")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
+    parser.add_argument(
+        "--seed", type=int, help="another sampling of the cases (docs/quality.md: 1, 2, 3)"
+    )
     args = parser.parse_args()
     root = data_dir()
     if not root.is_dir():
         sys.exit(f"no data at {root} (set NEARDUPE_DATA)")
     start = time.perf_counter()
-    cases = build_cases(root, quick=args.quick)
+    sampling = {} if args.seed is None else {"seed": args.seed}
+    cases = build_cases(root, quick=args.quick, **sampling)
     built = time.perf_counter()
     results = run_pool(_analyze, [p.html for p in cases.pages], args.workers)
     texts = [r[0] for r in results]
