@@ -598,7 +598,7 @@ POLICIES = [
     Policy("skip < 200 chars (before)", 200, "skip"),
     Policy("skip < 300 chars", 300, "skip"),
     Policy(
-        "exact < 200 letters, shared sentences < 300 (current)",
+        f"exact < 200 letters, shared sentences < {SENTENCE_PAGE_LETTERS} (current)",
         200,
         "exact",
         measure="letters",

@@ -29,7 +29,7 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
 Sentences = tuple[tuple[int, int], ...]
 
 #: Pages under this many letters keep their sentences for sentence-level matching.
-SENTENCE_PAGE_LETTERS = 300
+SENTENCE_PAGE_LETTERS = 500
 #: Sentences shorter than this once normalized (a date, "Share", a caption) do not count.
 SENTENCE_MIN_LETTERS = 8
 #: Seed of the sentence hashes (never equal to a page's exact hash by construction).
