@@ -41,10 +41,10 @@ Failure policy: connection errors, timeouts and a server still loading its data 
 with exponential backoff (50 ms doubling) for ``retry_seconds`` (default 2 s; each attempt is
 cut by a socket timeout of at most that much, so a hung Redis costs a call at most about twice
 ``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is raised.  The plugin
-keeps the item, queues (fp, key) locally and later hands the queue to
-:meth:`RedisStore.replay`.  A retried check-and-insert whose first attempt did reach Redis
-finds its own fingerprint under its own key: that is recognised and reported as new, not as a
-duplicate of itself.
+keeps the item, queues the page locally and checks-and-adds the queue, in order, once Redis
+answers again (``NearDupePipeline._replay_backlog``).  A retried check-and-insert whose first
+attempt did reach Redis finds its own fingerprint under its own key: that is recognised and
+reported as new, not as a duplicate of itself.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -656,29 +656,6 @@ class RedisStore:
         await self.close()
 
     # -- beyond the contract ---------------------------------------------------------------
-
-    async def replay(
-        self, pending: Iterable[tuple[int, str, int | None]]
-    ) -> list[tuple[int, str, Match | None]]:
-        """Check-and-add pages (fp, key, signature) queued while Redis was away, in order.
-
-        Returns one (fp, key, match) per page handled; the list is shorter than ``pending`` if
-        Redis went away again, and the pages after it are still pending.
-        """
-        done: list[tuple[int, str, Match | None]] = []
-        for fp, key, signature in pending:
-            try:
-                match = await self.check_and_add(fp, key, signature)
-            except StoreUnavailable:
-                logger.warning(
-                    "Redis index %r at %s went away again; %d queued pages replayed",
-                    self.name,
-                    self.url,
-                    len(done),
-                )
-                break
-            done.append((fp, key, match))
-        return done
 
     async def add_many(
         self,
