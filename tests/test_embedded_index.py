@@ -151,6 +151,25 @@ def test_another_design_rebuilds_the_tables_from_the_pages(
     assert "rebuilding" not in caplog.text.lower()
 
 
+def test_index_without_a_sentence_table_gains_one(tmp_path: Path) -> None:
+    """An index written before short pages kept their sentences opens, keeps its pages and
+    matches the sentences of the pages added from then on."""
+    import sqlite3
+
+    from nearDupe.shorttext import sentences
+
+    brief = sentences("The ferry runs every hour from June. The fare stays at two euros.")
+    with EmbeddedIndex(tmp_path) as index:
+        index.add(1, "https://old")
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        db.execute("DROP TABLE sentences")
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.query(1, 0) == [Match("https://old", 1, 0)]
+        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and from 1
+        assert index.check_and_add(a, "https://a", None, brief) is None
+        assert index.check_and_add(b, "https://b", None, brief) == Match("https://a", a, None, 1.0)
+
+
 def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "pages.sqlite3").write_bytes(os.urandom(8192))
     with pytest.raises(IndexFileError, match=r"pages\.sqlite3") as info:
