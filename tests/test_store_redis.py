@@ -334,9 +334,14 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                     assert (
                         await store.check_and_add(near, "copy") == brute_force(stored, near, 3)[0]
                     )
-                assert await store.count() == 100
+                brief = ((rng.getrandbits(64), 40), (rng.getrandbits(64), 50))  # its sentences
+                assert await store.check_and_add(rng.getrandbits(64), "brief", None, brief) is None
+                copy = await store.check_and_add(rng.getrandbits(64), "copy", None, brief)
+                assert copy is not None and (copy.key, copy.shared) == ("brief", 1.0)
+                assert await store.count() == 101
                 index_slots = {store.client.keyslot(k) for k in store.bucket_keys(fp)}
                 index_slots.add(store.client.keyslot(f"{{{store.name}}}:keys"))
+                index_slots.add(store.client.keyslot(f"{{{store.name}}}:sentences"))
                 assert len(index_slots) == 1
                 slots |= index_slots
                 await store.close()
