@@ -365,3 +365,16 @@ def test_check_explains_a_drop_by_shared_sentences(tmp_path: Path) -> None:
     assert found["sentence_share"] <= match["shared"] < 1
     text = neardupe(tmp_path, "check", str(copy)).stdout
     assert "DROPPED: near-duplicate of https://a (shares" in text
+    # One sentence in common, about half of each page: listed, not a copy.
+    lookalike = tmp_path / "lookalike.html"
+    lookalike.write_text(
+        "<html><body><p>The city council approved the harbor budget on Monday evening.</p>"
+        "<p>Parents asked the council for longer library hours in winter.</p></body></html>"
+    )
+    found = json.loads(neardupe(tmp_path, "check", str(lookalike), "--json").stdout)
+    assert found["verdict"] == "kept", found
+    (near,) = found["matches"]
+    assert near["url"] == "https://a" and not near["duplicate"] and 0.3 < near["shared"] < 0.6
+    text = neardupe(tmp_path, "check", str(lookalike)).stdout
+    assert "the pages sharing its sentences share too little" in text
+    assert re.search(r"near +[0-9a-f]{16}  https://a  \(shares \d+% of the sentences\)", text)

@@ -18,7 +18,7 @@ from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming
-from nearDupe.store.base import IndexHeader, Match, confirmed, sentence_matches
+from nearDupe.store.base import IndexHeader, SharedSentences, confirmed, shared_sentences
 from nearDupe.store.embedded import committed_holders, to_unsigned
 
 if TYPE_CHECKING:
@@ -139,11 +139,10 @@ class IndexView:
         ``signature``."""
         return confirmed(self.signature(fp), signature, distance, self.header.confirm_k)
 
-    def sentence_matches(self, sentences: Sentences) -> list[Match]:
-        """Stored short pages that share enough of ``sentences``, the largest share first."""
-        if not sentences:
-            return []
-        return sentence_matches(sentences, self._holders(sentences), self.header.sentence_share)
+    def shared_sentences(self, sentences: Sentences) -> list[SharedSentences]:
+        """Stored short pages that share a sentence with ``sentences``, the most first."""
+        found = shared_sentences(sentences, self._holders(sentences)) if sentences else []
+        return sorted(found, key=lambda s: -s.of_both)
 
     def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
         if self.path is None:

@@ -74,13 +74,13 @@ def check_page(
     matches += [
         {
             "distance": None,
-            "url": m.key,
-            "fingerprint": to_hex(m.fingerprint),
+            "url": s.key,
+            "fingerprint": to_hex(s.fingerprint),
             "signature_distance": None,
-            "shared": m.shared,
-            "duplicate": True,
+            "shared": round(s.of_both, 3),
+            "duplicate": s.is_copy(view.header.sentence_share),
         }
-        for m in view.sentence_matches(analysis.sentences)
+        for s in view.shared_sentences(analysis.sentences)
     ]
     verdict = "dropped" if any(m["duplicate"] for m in matches) else "kept"
     return {
@@ -110,18 +110,28 @@ def format_check(result: dict[str, Any]) -> str:
             else f"shares {first['shared']:.0%} of the sentences of both pages"
         )
         lines.append(f"verdict       DROPPED: near-duplicate of {first['url']} ({why})")
-    elif any(m["distance"] <= result["k"] for m in matches):
+    elif any(m["distance"] is not None and m["distance"] <= result["k"] for m in matches):
         lines.append(
             f"verdict       KEPT: the stored pages within k={result['k']} differ in word order "
             f"(fingerprint and signature distances add up to more than {result['confirm_k']})"
         )
+    elif any(m["distance"] is None for m in matches):
+        lines.append(
+            f"verdict       KEPT: no stored page within k={result['k']}, and the pages sharing "
+            f"its sentences share too little (a copy shares {result['sentence_share']:.0%} of "
+            "both pages' sentences, twice that for one sentence, and half of one page)"
+        )
     else:
         lines.append(f"verdict       KEPT: no stored page within k={result['k']}")
-    lines += ["", f"stored pages within {result['radius']} bits ({len(matches)}):"]
+    lines += [
+        "",
+        f"stored pages within {result['radius']} bits or sharing sentences ({len(matches)}):",
+    ]
     lines += ["  bits  signature  verdict    fingerprint       url"] if matches else []
     lines += [
         f"  {_bits(m['distance']):>4}  {_bits(m['signature_distance']):>9}  "
         f"{'DUPLICATE' if m['duplicate'] else 'near     '}  {m['fingerprint']}  {m['url']}"
+        + ("" if m["distance"] is not None else f"  (shares {m['shared']:.0%} of the sentences)")
         for m in matches
     ] or ["  (none)"]
     return "\n".join(lines)

@@ -50,15 +50,39 @@ class Match:
     shared: float | None = None
 
 
-def sentence_matches(
-    query: Sentences, holders: Iterable[tuple[int, str, int, int]], share: float
-) -> list[Match]:
-    """The stored pages whose common sentences make up at least ``share`` of the query's
-    sentence letters and of their own, and SENTENCE_CONTAINED of one of the two, the largest
-    share first (then the first met).
+@dataclass(frozen=True)
+class SharedSentences:
+    """What a stored page has in common with a query by sentences."""
 
-    One sentence in common (a quote, a stock line; two look-alike briefs that share their
-    first sentence) is weak evidence: alone it must make up twice the share.
+    key: str
+    fingerprint: int
+    #: The shared sentence letters as a share of the query's and of the stored page's letters.
+    of_query: float
+    of_stored: float
+    #: How many distinct sentences they share.
+    count: int
+
+    @property
+    def of_both(self) -> float:
+        """The smaller of the two shares."""
+        return min(self.of_query, self.of_stored)
+
+    def is_copy(self, share: float) -> bool:
+        """Whether the pages are near-duplicates at ``share``: the shared sentences make up at
+        least ``share`` of both pages (twice that when they are one sentence: a quote, a stock
+        line, the same opening are weak evidence) and SENTENCE_CONTAINED of one of them (a
+        copy holds most of the page it copies; two articles sharing template text each have
+        their own)."""
+        needed = share if self.count > 1 else min(1.0, 2 * share)
+        held = max(self.of_query, self.of_stored)
+        return self.of_both >= needed and held >= SENTENCE_CONTAINED
+
+
+def shared_sentences(
+    query: Sentences, holders: Iterable[tuple[int, str, int, int]]
+) -> list[SharedSentences]:
+    """Every stored page that shares a sentence with ``query``, in the order first met.
+
     ``holders`` are (sentence hash, key, fingerprint, that page's sentence letters) of the
     stored pages that have one of the query's sentences.
     """
@@ -72,18 +96,20 @@ def sentence_matches(
             common[key, fp] = common.get((key, fp), 0) + mine[sentence]
             count[key, fp] = count.get((key, fp), 0) + 1
             their[key, fp] = page_letters
-    shares = {page: min(n / total, n / their[page]) for page, n in common.items()}
-    held = {page: max(n / total, n / their[page]) for page, n in common.items()}
-    single = min(1.0, 2 * share)
-    chosen = sorted(
-        (
-            p
-            for p in shares
-            if shares[p] >= (share if count[p] > 1 else single) and held[p] >= SENTENCE_CONTAINED
-        ),
-        key=lambda p: -shares[p],
-    )
-    return [Match(key, fp, None, round(shares[key, fp], 3)) for key, fp in chosen]
+    return [
+        SharedSentences(key, fp, n / total, n / their[key, fp], count[key, fp])
+        for (key, fp), n in common.items()
+    ]
+
+
+def sentence_matches(
+    query: Sentences, holders: Iterable[tuple[int, str, int, int]], share: float
+) -> list[Match]:
+    """The stored pages that are copies of ``query`` by their sentences (see
+    :meth:`SharedSentences.is_copy`), the largest share of both first (then the first met)."""
+    copies = [s for s in shared_sentences(query, holders) if s.is_copy(share)]
+    copies.sort(key=lambda s: -s.of_both)
+    return [Match(s.key, s.fingerprint, None, round(s.of_both, 3)) for s in copies]
 
 
 @dataclass(frozen=True)
