@@ -96,9 +96,8 @@ class EmbeddedIndex:
         #: signed fp -> (key, signed signature) of its uncommitted pages (a full disk can make
         #: the list above long; matches look here).
         self._unsaved_by_fp: dict[int, list[tuple[str, int | None]]] = {}
-        #: (signed sentence, signed fp, letters, key) of the sentences not yet committed, and
-        #: the same by sentence.
-        self._unsaved_sentences: list[tuple[int, int, int, str]] = []
+        #: signed sentence -> (signed sentence, signed fp, letters, key) of its uncommitted
+        #: holders, oldest first (the rows the next commit inserts).
         self._unsaved_by_sentence: dict[int, list[tuple[int, int, int, str]]] = {}
 
     # -- opening ---------------------------------------------------------------------------
@@ -285,7 +284,6 @@ class EmbeddedIndex:
         for sentence, _ in sentences:
             if held[sentence] < SENTENCE_HOLDERS:
                 row = (to_signed(sentence), to_signed(fp), total, key)
-                self._unsaved_sentences.append(row)
                 self._unsaved_by_sentence.setdefault(row[0], []).append(row)
         self._commit_if_due()
 
@@ -354,7 +352,7 @@ class EmbeddedIndex:
             )
             self._db.executemany(
                 "INSERT INTO sentences (sentence, fp, letters, key) VALUES (?, ?, ?, ?)",
-                self._unsaved_sentences,
+                (row for rows in self._unsaved_by_sentence.values() for row in rows),
             )
             self._db.commit()
         except sqlite3.Error:
@@ -363,7 +361,6 @@ class EmbeddedIndex:
             raise
         self._unsaved.clear()
         self._unsaved_by_fp.clear()
-        self._unsaved_sentences.clear()
         self._unsaved_by_sentence.clear()
         self._last_commit = time.monotonic()
 
