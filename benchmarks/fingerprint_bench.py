@@ -1,7 +1,7 @@
 """Milliseconds per page to fingerprint real main text, English and Chinese, by stage.
 
 Stages: tokenizing (features.tokenize), weighting (extract_features minus tokenize) and hashing
-(simhash of the features). Also the first-call cost (jieba dictionary, wordfreq list, IDF).
+(simhash of the features). Also the first-call cost (jieba dictionary, IDF tables).
 Text is read from the shared data directory (never copied into the repo):
 ``<repo>/../shared/data`` or $NEARDUPE_DATA.
 """
@@ -44,7 +44,7 @@ def first_call_costs() -> list[tuple[str, float]]:
     for name, fn in [
         ("import jieba + initialize (dictionary)", features._jieba),
         ("jieba IDF table (jieba.analyse)", features._chinese_idf),
-        ("wordfreq English list -> IDF dict", features._english_idf),
+        ("English IDF table (shipped wordfreq list) -> dict", features._english_idf),
     ]:
         t = time.perf_counter()
         fn()

@@ -7,12 +7,14 @@ counters, captions, menus, calendars) are where templates and syndication edits 
 
 from __future__ import annotations
 
+import gzip
 import math
 import re
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -22,8 +24,12 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U000
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d+")
 
-#: wordfreq frequency assigned to English words it does not know (about one in 10^8).
+#: Frequency assigned to English words the table does not know (about one in 10^8).
 _UNKNOWN_FREQ = 1e-8
+#: wordfreq's English "large" list (CC BY-SA 4.0, by Robyn Speer), one line per centibel
+#: bucket: line i holds the words of frequency 10 ** (-i / 100). Written by
+#: ``tools/make_english_idf.py``; shipped so workers need neither wordfreq nor its 58 MB.
+_ENGLISH_IDF_FILE = Path(__file__).with_name("data") / "english_idf.txt.gz"
 
 
 @dataclass(frozen=True)
@@ -64,9 +70,13 @@ def _chinese_idf() -> tuple[dict[str, float], float]:
 @cache
 def _english_idf() -> dict[str, float]:
     """-ln(frequency) from wordfreq's fixed English word list: an IDF that never drifts."""
-    import wordfreq
-
-    return {w: -math.log(f) for w, f in wordfreq.get_frequency_dict("en", "large").items()}
+    lines = gzip.decompress(_ENGLISH_IDF_FILE.read_bytes()).decode("utf-8").split("\n")
+    idf: dict[str, float] = {}
+    for bucket, words in enumerate(lines):
+        # The same float wordfreq's get_frequency_dict gave, so fingerprints do not move.
+        weight = -math.log(10 ** (-bucket / 100))
+        idf.update(dict.fromkeys(words.split(), weight))
+    return idf
 
 
 def tokenize(text: str) -> list[str]:

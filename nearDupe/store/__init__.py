@@ -106,7 +106,11 @@ class EmbeddedStore:
 def open_store(location: str, header: IndexHeader, **options: object) -> Store:
     """Open the store at ``location``: ``redis://host:port/db`` or a directory path."""
     if location.startswith(("redis://", "rediss://", "unix://")):
-        from nearDupe.store.redis import RedisStore
-
+        try:
+            from nearDupe.store.redis import RedisStore
+        except ImportError as exc:
+            raise ImportError(
+                f"a Redis index needs the redis client: pip install 'nearDupe[redis]' ({exc})"
+            ) from exc
         return RedisStore.from_url(location, header, **options)
     return EmbeddedStore(EmbeddedIndex(location, header, **options))  # type: ignore[arg-type]
