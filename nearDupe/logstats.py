@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from nearDupe.crawlstate import CrawlState
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
@@ -37,8 +39,7 @@ class NearDupeLogStats:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupeLogStats:
         """Enabled with nearDupe, at Scrapy's LOGSTATS_INTERVAL (0 disables it)."""
-        if not crawler.settings.getbool("NEARDUPE_ENABLED", True):
-            raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
+        CrawlState.of(crawler)  # NotConfigured when nearDupe is disabled
         interval = crawler.settings.getfloat("LOGSTATS_INTERVAL", 60.0)
         if interval <= 0:
             raise NotConfigured("LOGSTATS_INTERVAL is 0")

@@ -11,6 +11,7 @@ from scrapy.http import HtmlResponse, Request, Response
 
 from nearDupe._settings import Config
 from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
+from nearDupe.crawlstate import CrawlState
 from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
@@ -34,16 +35,17 @@ def skipped(reason: str) -> Analysis:
 class NearDupeDownloaderMiddleware:
     """Extracts and fingerprints every successful HTML response in worker processes."""
 
-    def __init__(self, crawler: Crawler, config: Config) -> None:
+    def __init__(self, crawler: Crawler, config: Config, pool: WorkerPool) -> None:
         self.crawler = crawler
         self.config = config
         self.stats = crawler.stats
-        self.pool = WorkerPool.of(crawler, config.workers, config.features)
+        self.pool = pool
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupeDownloaderMiddleware:
-        """Build from settings (NotConfigured when disabled)."""
-        return cls(crawler, Config.from_settings(crawler.settings))
+        """Build from the crawler's shared state (NotConfigured when disabled)."""
+        state = CrawlState.of(crawler)
+        return cls(crawler, state.config, state.pool)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         """Attach the Analysis to the meta; never fails the response (errors become a skip)."""

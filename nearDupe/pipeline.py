@@ -17,14 +17,12 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from nearDupe import gcfreeze
-from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
-from nearDupe.links import ItemLinks
 from nearDupe.report import Decision, ReportWriter
 from nearDupe.shorttext import Sentences
 from nearDupe.store import Store, open_store
-from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,11 +44,12 @@ _CLOSE_PATIENCE = 15.0
 class NearDupePipeline:
     """Decides each item from its page's fingerprint (or NEARDUPE_TEXT_FIELD) and the index."""
 
-    def __init__(self, crawler: Crawler, config: Config) -> None:
+    def __init__(self, crawler: Crawler, state: CrawlState) -> None:
         self.crawler = crawler
-        self.config = config
+        self.config = state.config
         self.stats = crawler.stats
-        self.links = ItemLinks.of(crawler)
+        self.links = state.links
+        self._state = state
         self.store: Store | None = None
         self.report: ReportWriter | None = None
         self._decided: OrderedDict[tuple[str, int], Decision] = OrderedDict()
@@ -61,8 +60,8 @@ class NearDupePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
-        """Build from settings (NotConfigured when disabled)."""
-        return cls(crawler, Config.from_settings(crawler.settings))
+        """Build from the crawler's shared state (NotConfigured when disabled)."""
+        return cls(crawler, CrawlState.of(crawler))
 
     async def open_spider(self) -> None:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
@@ -169,7 +168,7 @@ class NearDupePipeline:
         if len(text) > self.config.max_html_chars:
             self.stats.inc_value("neardupe/items/truncated")
             text = text[: self.config.max_html_chars]
-        pool = WorkerPool.of(self.crawler, self.config.workers, self.config.features)
+        pool = self._state.pool
         try:
             return await pool.run(
                 analyze_text, text, self.config.min_text_length, self.config.features

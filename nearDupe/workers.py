@@ -10,7 +10,6 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scrapy import signals
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
@@ -18,7 +17,7 @@ from nearDupe.analysis import warm_up
 from nearDupe.features import FeatureSettings
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -32,16 +31,6 @@ class WorkerPool:
         self.workers = workers
         self.features = features
         self._executor = self._start()
-
-    @classmethod
-    def of(cls, crawler: Crawler, workers: int, features: FeatureSettings) -> WorkerPool:
-        """The crawler's one pool, shared by nearDupe's components, stopped with the engine."""
-        pool = getattr(crawler, "_neardupe_pool", None)
-        if pool is None:
-            pool = cls(workers, features)
-            crawler._neardupe_pool = pool  # type: ignore[attr-defined]
-            crawler.signals.connect(pool.close, signal=signals.engine_stopped, weak=False)
-        return pool
 
     def _start(self) -> Executor:
         if self.workers <= 0:

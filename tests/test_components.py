@@ -21,7 +21,7 @@ from nearDupe._settings import (
 )
 from nearDupe.addon import COMPONENTS
 from nearDupe.analysis import Analysis
-from nearDupe.links import ItemLinks
+from nearDupe.crawlstate import ItemLinks
 from nearDupe.pipeline import NearDupePipeline
 from nearDupe.report import Decision, ReportWriter, read_report
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import IndexHeader, Match
-from nearDupe.store.embedded import EmbeddedIndex
+
+if TYPE_CHECKING:
+    from nearDupe.store.embedded import EmbeddedIndex
 
 T = TypeVar("T")
 
@@ -113,4 +115,15 @@ def open_store(location: str, header: IndexHeader, **options: object) -> Store:
                 f"a Redis index needs the redis client: pip install 'nearDupe[redis]' ({exc})"
             ) from exc
         return RedisStore.from_url(location, header, **options)
+    from nearDupe.store.embedded import EmbeddedIndex
+
     return EmbeddedStore(EmbeddedIndex(location, header, **options))  # type: ignore[arg-type]
+
+
+def __getattr__(name: str) -> object:
+    """``EmbeddedIndex`` on first use: reading settings or a header must not load the kernels."""
+    if name == "EmbeddedIndex":
+        from nearDupe.store.embedded import EmbeddedIndex
+
+        return EmbeddedIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,82 @@
+"""What nearDupe's components of one crawler share: the settings read once, the item links
+and the worker pool, reached through the crawler (no attributes set on it)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+
+from nearDupe._settings import Config
+from nearDupe.analysis import Analysis
+from nearDupe.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class ItemLinks:
+    """id(item) -> (item, page URL, Analysis) for items on their way to the pipelines."""
+
+    def __init__(self) -> None:
+        self._links: dict[int, tuple[Any, str, Analysis | None]] = {}
+
+    def attach(self, item: Any, url: str, analysis: Analysis | None) -> None:
+        """Remember where an item came from."""
+        self._links[id(item)] = (item, url, analysis)
+
+    def pop(self, item: Any) -> tuple[str, Analysis | None] | None:
+        """Where the item came from (and forget it), or None if it did not come from a page."""
+        link = self._links.pop(id(item), None)
+        if link is None or link[0] is not item:
+            return None
+        return link[1], link[2]
+
+    def forget(self, item: Any) -> None:
+        """Drop the link of an item that left the pipelines."""
+        link = self._links.get(id(item))
+        if link is not None and link[0] is item:
+            del self._links[id(item)]
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def on_item_done(self, item: Any, **kwargs: Any) -> None:
+        """Signal handler: an item left the pipelines (scraped, dropped or failed)."""
+        self.forget(item)
+
+
+_STATES: WeakKeyDictionary[Crawler, CrawlState] = WeakKeyDictionary()
+
+
+class CrawlState:
+    """One crawler's nearDupe state; built by the first component that asks for it."""
+
+    def __init__(self, crawler: Crawler, config: Config) -> None:
+        self.crawler = crawler
+        self.config = config
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CrawlState:
+        """The crawler's state, its settings read once (NotConfigured when disabled)."""
+        state = _STATES.get(crawler)
+        if state is None:
+            state = _STATES[crawler] = cls(crawler, Config.from_settings(crawler.settings))
+        return state
+
+    @cached_property
+    def links(self) -> ItemLinks:
+        """The item -> page registry shared by the spider middleware and the pipeline."""
+        links = ItemLinks()
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            self.crawler.signals.connect(links.on_item_done, signal=signal, weak=False)
+        return links
+
+    @cached_property
+    def pool(self) -> WorkerPool:
+        """The one pool of analysis workers, stopped with the engine."""
+        pool = WorkerPool(self.config.workers, self.config.features)
+        self.crawler.signals.connect(pool.close, signal=signals.engine_stopped, weak=False)
+        return pool
