@@ -25,7 +25,7 @@ EMBEDDED_CONFIRM_K = 22
 REDIS_CONFIRM_K = 20
 
 #: Every setting nearDupe reads, with its default (documented in the README's table).
-DEFAULTS: dict[str, object] = {
+DEFAULTS: dict[str, Any] = {
     "NEARDUPE_ENABLED": True,
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",

@@ -105,7 +105,7 @@ class EmbeddedStore:
                 self._thread.shutdown(wait=True)
 
 
-def open_store(location: str, header: IndexHeader, **options: object) -> Store:
+def open_store(location: str, header: IndexHeader, **options: Any) -> Store:
     """Open the store at ``location``: ``redis://host:port/db`` or a directory path."""
     if location.startswith(("redis://", "rediss://", "unix://")):
         try:
