@@ -12,6 +12,7 @@ from scrapy.utils.project import data_path
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
+from nearDupe.store import is_redis_url
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
 #: Default k of the embedded index, from the figures (README "How well it works").
@@ -73,7 +74,7 @@ class Config:
 
         if not settings.getbool("NEARDUPE_ENABLED", True):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
-        shared = cls._shared(get("NEARDUPE_INDEX"))
+        shared = is_redis_url(get("NEARDUPE_INDEX"))
         k = settings.getint("NEARDUPE_K", REDIS_K if shared else EMBEDDED_K)
         try:
             design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
@@ -129,8 +130,4 @@ class Config:
     @property
     def is_redis(self) -> bool:
         """Whether the index is a shared Redis rather than the embedded directory."""
-        return self._shared(self.index)
-
-    @staticmethod
-    def _shared(index: str | None) -> bool:
-        return bool(index) and str(index).startswith(("redis://", "rediss://", "unix://"))
+        return is_redis_url(self.index)

@@ -105,9 +105,18 @@ class EmbeddedStore:
                 self._thread.shutdown(wait=True)
 
 
+#: Index locations with these schemes are a shared Redis; anything else is a directory.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def is_redis_url(location: str | None) -> bool:
+    """Whether ``location`` names a Redis index rather than an embedded directory."""
+    return bool(location) and str(location).startswith(REDIS_SCHEMES)
+
+
 def open_store(location: str, header: IndexHeader, **options: Any) -> Store:
     """Open the store at ``location``: ``redis://host:port/db`` or a directory path."""
-    if location.startswith(("redis://", "rediss://", "unix://")):
+    if is_redis_url(location):
         try:
             from nearDupe.store.redis import RedisStore
         except ImportError as exc:
