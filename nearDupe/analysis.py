@@ -36,6 +36,9 @@ class Analysis:
     signature: int | None = None
     #: The sentences of a short page (see shorttext.py): it also matches pages sharing them.
     sentences: Sentences = ()
+    #: The crawl's serial number of the response (or text) analysed, 0 if none: the items of
+    #: one response share one decision, while a second response of the same page is checked.
+    page: int = 0
 
     @property
     def text_length(self) -> int:

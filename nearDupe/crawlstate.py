@@ -3,6 +3,7 @@ and the worker pool, reached through the crawler (no attributes set on it)."""
 
 from __future__ import annotations
 
+import itertools
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -57,6 +58,8 @@ class CrawlState:
     def __init__(self, crawler: Crawler, config: Config) -> None:
         self.crawler = crawler
         self.config = config
+        #: Serial numbers of the pages analysed in this crawl (see ``Analysis.page``).
+        self.page_serials = itertools.count(1)
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:

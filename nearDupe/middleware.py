@@ -5,14 +5,13 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scrapy.http import HtmlResponse, Request, Response
 
-from nearDupe._settings import Config
 from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
-from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -35,17 +34,17 @@ def skipped(reason: str) -> Analysis:
 class NearDupeDownloaderMiddleware:
     """Extracts and fingerprints every successful HTML response in worker processes."""
 
-    def __init__(self, crawler: Crawler, config: Config, pool: WorkerPool) -> None:
+    def __init__(self, crawler: Crawler, state: CrawlState) -> None:
         self.crawler = crawler
-        self.config = config
+        self.config = state.config
         self.stats = crawler.stats
-        self.pool = pool
+        self.pool = state.pool
+        self._page_serials = state.page_serials
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupeDownloaderMiddleware:
         """Build from the crawler's shared state (NotConfigured when disabled)."""
-        state = CrawlState.of(crawler)
-        return cls(crawler, state.config, state.pool)
+        return cls(crawler, CrawlState.of(crawler))
 
     async def process_response(self, request: Request, response: Response) -> Response:
         """Attach the Analysis to the meta; never fails the response (errors become a skip)."""
@@ -96,7 +95,7 @@ class NearDupeDownloaderMiddleware:
             )
         else:
             self.stats.inc_value("neardupe/responses/analyzed")
-        return analysis
+        return replace(analysis, page=next(self._page_serials))
 
     @staticmethod
     def _skip_reason(response: Response) -> str | None:

@@ -7,6 +7,7 @@ import logging
 import re
 import time
 from collections import OrderedDict, deque
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,9 @@ class NearDupePipeline:
         self._state = state
         self.store: Store | None = None
         self.report: ReportWriter | None = None
-        self._decided: OrderedDict[tuple[str, int], Decision] = OrderedDict()
-        self._deciding: dict[tuple[str, int], list[Deferred[Decision]]] = {}
+        # Decisions by page (URL, fingerprint, Analysis.page): one per response or item text.
+        self._decided: OrderedDict[tuple[str, int, int], Decision] = OrderedDict()
+        self._deciding: dict[tuple[str, int, int], list[Deferred[Decision]]] = {}
         self._backlog: deque[_Page] = deque(maxlen=_BACKLOG_LIMIT)
         self._down_until = 0.0
         self._frozen = False
@@ -156,7 +158,7 @@ class NearDupePipeline:
         if analysis.skip_reason or analysis.fingerprint is None:
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
         return await self._page_decision(
-            (analysis.fingerprint, url, analysis.signature, analysis.sentences)
+            (analysis.fingerprint, url, analysis.signature, analysis.sentences), analysis.page
         )
 
     async def _analyze_field(
@@ -168,18 +170,20 @@ class NearDupePipeline:
         if len(text) > self.config.max_html_chars:
             self.stats.inc_value("neardupe/items/truncated")
             text = text[: self.config.max_html_chars]
-        pool = self._state.pool
         try:
-            return await pool.run(
+            analysis = await self._state.pool.run(
                 analyze_text, text, self.config.min_text_length, self.config.features
             )
         except Exception:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
             return Analysis("", None, "unknown", "analysis-error")
+        # Items of one response share its decision; an item from no response is a page itself.
+        serial = page.page if page is not None else next(self._state.page_serials)
+        return replace(analysis, page=serial)
 
-    async def _page_decision(self, record: _Page) -> Decision:
+    async def _page_decision(self, record: _Page, serial: int) -> Decision:
         fp, url, *_ = record
-        page = (url, fp)
+        page = (url, fp, serial)
         if page in self._decided:
             self._decided.move_to_end(page)
             return self._decided[page]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from tests.crawl import run_crawl
 from tests.mockserver import MockServer
+from tests.redis_server import RedisServer, require_redis
 from tests.site import build_site
 
 
@@ -124,3 +126,41 @@ def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: 
     assert dropped["duplicate_of"] == kept["url"]
     assert (dropped["reason"], dropped["distance"]) == ("shared-sentences", None)
     assert f"near-duplicate of {kept['url']} (its sentences)" in result.log
+
+
+@pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_page_fetched_twice_in_one_crawl_is_stored_once(backend: str, tmp_path: Path) -> None:
+    """The tutorial's spider fetches its start URL again from the first link back to it: the
+    second response is a copy of the first (its URL, distance 0), in one crawl as in the next,
+    while the two items of each response share that response's decision."""
+    from tests.mockserver import Page
+    from tests.site import TEMPLATES, article
+
+    home = TEMPLATES[0].render("Front page", article("harbor-bridge"), 1, "today")
+    home = home.replace("</main>", '<a href="/a.html">a</a> <a href="/b.html">b</a></main>')
+    pages = {"/": Page(home.encode())}
+    for path, slug in [("/a.html", "council-budget"), ("/b.html", "flood-warning")]:
+        html = TEMPLATES[1].render(slug, article(slug), 2, "today")
+        pages[path] = Page(html.replace("</main>", '<a href="/">home</a></main>').encode())
+    with ExitStack() as stack:
+        server = stack.enter_context(MockServer(pages))
+        settings = {}
+        if backend == "redis":
+            require_redis()
+            redis = stack.enter_context(RedisServer(tmp_path / "redis"))
+            settings["NEARDUPE_INDEX"] = redis.url
+        result = run_crawl(
+            tmp_path,
+            ["runspider", "tests/spiders/tutorial.py", "-a", f"start_url={server.url}/"],
+            settings,
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    home_url = server.url + "/"
+    lines = [line for line in result.report if line["url"] == home_url]
+    assert [line["decision"] for line in lines] == ["kept", "kept", "dropped", "dropped"], lines
+    assert {(line["duplicate_of"], line["distance"]) for line in lines[2:]} == {(home_url, 0)}
+    stored = [(item["url"], item["kind"]) for item in result.items]
+    assert sorted(stored) == sorted(
+        (server.url + path, kind) for path in pages for kind in ("page", "title")
+    )
+    assert result.stats["neardupe/dropped"] == 2 and result.stats["neardupe/kept"] == 6
