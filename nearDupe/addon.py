@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from scrapy.logformatter import LogFormatter
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
+
+from nearDupe.logformatter import NearDupeLogFormatter
 
 #: Component -> (setting, priority). The downloader middleware sits close to the engine so it
 #: sees final, decompressed responses after redirects; the spider middleware sits last before
@@ -17,11 +20,17 @@ COMPONENTS = {
 }
 
 
+#: Scrapy's own log formatter: replaced by nearDupe's unless the project chose another.
+_SCRAPY_LOG_FORMATTER = "scrapy.logformatter.LogFormatter"
+
+
 class Addon:
-    """Enables nearDupe's middlewares, item pipeline and progress-logging extension."""
+    """Enables nearDupe's middlewares, item pipeline, progress logging and drop log lines."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         """Add the components unless the user already placed them."""
+        if settings.get("LOG_FORMATTER") in (_SCRAPY_LOG_FORMATTER, LogFormatter):
+            settings.set("LOG_FORMATTER", NearDupeLogFormatter, priority="addon")
         for component, (setting, priority) in COMPONENTS.items():
             # A class, not its path: Scrapy then spots the user's own entry in either form.
             settings.setdefault_in_component_priority_dict(

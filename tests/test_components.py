@@ -22,6 +22,7 @@ from nearDupe._settings import (
 from nearDupe.addon import COMPONENTS
 from nearDupe.analysis import Analysis
 from nearDupe.crawlstate import ItemLinks
+from nearDupe.logformatter import NearDupeLogFormatter
 from nearDupe.pipeline import NearDupePipeline
 from nearDupe.report import Decision, ReportWriter, read_report
 
@@ -36,6 +37,16 @@ def test_addon_enables_every_component_once() -> None:
         Addon().update_settings(user)
         pipelines = user.getdict("ITEM_PIPELINES")
         assert pipelines == {own: 700}, "the user's own entry is kept, not doubled"
+
+
+def test_addon_installs_its_log_formatter_unless_the_project_has_its_own() -> None:
+    settings = Settings()
+    settings.setmodule("scrapy.settings.default_settings", priority="default")
+    Addon().update_settings(settings)
+    assert settings["LOG_FORMATTER"] is NearDupeLogFormatter
+    own = Settings({"LOG_FORMATTER": "myproject.logs.Formatter"})
+    Addon().update_settings(own)
+    assert own["LOG_FORMATTER"] == "myproject.logs.Formatter"
 
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:

@@ -50,6 +50,11 @@ def test_crawl_keeps_one_copy_per_article(site, tmp_path: Path) -> None:
     assert stats["neardupe/skipped/tiny-text"] >= 1
     assert "near-duplicate of" in result.log
     assert "nearDupe: " in result.log and "dropped as near-duplicates" in result.log
+    # One line per drop: the dropped item (its text) is not printed after it.
+    log = result.log.splitlines()
+    drops = [i for i, line in enumerate(log) if "Dropped: near-duplicate of" in line]
+    assert len(drops) == 3 and all(log[i + 1].startswith("20") for i in drops), drops
+    assert "'text':" not in result.log
 
 
 def test_second_crawl_on_same_index_drops_everything_already_stored(site, tmp_path) -> None:
