@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.project import data_path
 from twisted.internet.defer import Deferred
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: The finish reason of a crawl stopped at start because its index cannot be used.
+INDEX_UNUSABLE = "neardupe_index_unusable"
 #: Pages whose decision is remembered, so every item of a page gets the same one.
 _PAGE_MEMORY = 10_000
 #: Fingerprints kept while the index is unreachable, replayed into it when it returns.
@@ -71,7 +74,7 @@ class NearDupePipeline:
             self.store = open_store(self.config.index, self.config.header, **self._store_options())
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
-            raise
+            raise CloseSpider(INDEX_UNUSABLE) from exc
         self._load_backlog()
         if self.config.report:
             self.report = ReportWriter(self.config.report)

@@ -86,3 +86,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def assert_refused_at_start(result: CrawlResult) -> None:
+    """The crawl stopped at start because its index is unusable: one clear ERROR, no
+    traceback, nothing crawled."""
+    assert result.stats.get("finish_reason") == "neardupe_index_unusable", result.log[-3000:]
+    assert result.items == [] and result.report == []
+    assert "Traceback" not in result.log and "never retrieved" not in result.log, result.log

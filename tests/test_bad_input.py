@@ -15,7 +15,7 @@ import pytest
 
 from nearDupe.features import FeatureSettings
 from nearDupe.store import EmbeddedIndex, IndexHeader
-from tests.crawl import CrawlResult, run_crawl
+from tests.crawl import CrawlResult, assert_refused_at_start, run_crawl
 from tests.mockserver import MockServer, Page
 from tests.site import article
 
@@ -269,8 +269,7 @@ def _start_on_index(tmp_path: Path, index: Path | str, settings: dict[str, Any] 
 
 
 def _assert_refused(result: CrawlResult, *fragments: str) -> None:
-    assert result.returncode != 0
-    assert result.items == [] and result.report == []
+    assert_refused_at_start(result)
     lines = [ln for ln in result.log.splitlines() if "nearDupe cannot open its index" in ln]
     assert lines, result.log[-3000:]
     for fragment in fragments:

@@ -25,7 +25,7 @@ from nearDupe.features import FeatureSettings
 from nearDupe.simhash import hamming
 from nearDupe.store import EmbeddedIndex
 from spiders.demosite.content import ARTICLES_DIR, load_article
-from tests.crawl import ROOT, CrawlResult, run_crawl
+from tests.crawl import ROOT, CrawlResult, assert_refused_at_start, run_crawl
 from tests.mockserver import MockServer, Page
 from tests.site import TEMPLATES
 
@@ -231,7 +231,7 @@ def test_second_crawl_on_a_busy_index_is_refused(network, tmp_path: Path) -> Non
             if busy.poll() is None:
                 busy.kill()
                 busy.wait()
-    assert second.returncode != 0 and second.items == [] and second.report == []
+    assert_refused_at_start(second)
     refusal = [ln for ln in second.log.splitlines() if "nearDupe cannot open its index" in ln]
     assert refusal, second.log[-3000:]
     assert f"index {index} is open in another process" in refusal[0]
