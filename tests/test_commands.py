@@ -57,6 +57,26 @@ def test_command_is_registered_and_lists_subcommands(crawl: tuple[Path, CrawlRes
     assert proc.returncode == 2
     for name in ("stats", "check", "clusters", "report", "import"):
         assert name in proc.stdout + proc.stderr
+    # Scrapy's help formatter makes a heading of any help line ending in a colon.
+    usage = neardupe(tmp, "--help").stdout
+    headings = [line for line in usage.splitlines() if set(line) == {"="}]
+    assert len(headings) == 3 and "report.html by default" in usage, usage
+
+
+def test_stats_into_a_pipe_closed_early(crawl: tuple[Path, CrawlResult]) -> None:
+    tmp, _ = crawl
+    command = f"{sys.executable} -m scrapy neardupe stats -s NEARDUPE_INDEX={tmp / 'index'}"
+    proc = subprocess.run(
+        f"{command} | head -2",
+        shell=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.stdout.startswith("index ") and len(proc.stdout.splitlines()) == 2
+    assert "BrokenPipeError" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_stats(crawl: tuple[Path, CrawlResult]) -> None:

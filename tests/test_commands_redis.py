@@ -34,6 +34,9 @@ def test_commands_read_a_redis_index(crawl: tuple[Path, CrawlResult], tmp_path: 
         stats = neardupe(tmp, "stats", "--json", index=redis.url)
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["pages"] == len(items)
+        assert json.loads(stats.stdout)["disk_bytes"] is None
+        text = neardupe(tmp, "stats", index=redis.url).stdout
+        assert "disk          none: the index lives in Redis's memory" in text
 
         out = tmp_path / "clusters.jsonl"
         clusters = neardupe(tmp, "clusters", "--k", "8", "-o", str(out), index=redis.url)

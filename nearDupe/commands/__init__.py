@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,36 +57,42 @@ class NearDupeCommand(ScrapyCommand):
             "-o",
             "--output",
             metavar="FILE",
-            help="clusters/report: file to write (default: stdout/report.html); "
-            "import: also write the decisions as JSON lines",
+            help="the file clusters and report write (stdout and report.html by default); "
+            "import also writes its decisions there as JSON lines",
         )
         group.add_argument(
             "--report",
             metavar="FILE",
-            help="a NEARDUPE_REPORT decisions file (default: NEARDUPE_REPORT if it exists)",
+            help="a NEARDUPE_REPORT decisions file (NEARDUPE_REPORT by default, if it exists)",
         )
-        group.add_argument("--json", action="store_true", help="stats/check: print JSON")
-        group.add_argument("--k", type=int, help="distance for duplicates (default: the index's)")
+        group.add_argument("--json", action="store_true", help="stats and check print JSON")
         group.add_argument(
-            "--radius", type=int, help="stats/check: how far to look for neighbours"
+            "--k", type=int, help="distance for duplicates (the index's k by default)"
         )
-        group.add_argument("--top", type=int, default=20, help="report: clusters to show")
-        group.add_argument("--min-size", type=int, default=2, help="clusters: smallest size")
         group.add_argument(
-            "--text", action="store_true", help="check: the file is plain text, not HTML"
+            "--radius", type=int, help="how far stats and check look for neighbours"
         )
-        group.add_argument("--url-field", default="url", help="import: field with the URL")
-        group.add_argument("--text-field", default="text", help="import: field with the text")
+        group.add_argument("--top", type=int, default=20, help="clusters the report shows")
+        group.add_argument("--min-size", type=int, default=2, help="smallest cluster listed")
+        group.add_argument(
+            "--text", action="store_true", help="check reads the file as plain text, not HTML"
+        )
+        group.add_argument(
+            "--url-field", default="url", help="the field import reads the URL from"
+        )
+        group.add_argument(
+            "--text-field", default="text", help="the field import reads the text from"
+        )
         group.add_argument(
             "--workers",
             type=int,
-            help="import: fingerprinting processes (default NEARDUPE_WORKERS)",
+            help="fingerprinting processes of import (NEARDUPE_WORKERS by default)",
         )
         group.add_argument(
             "--progress",
             action=argparse.BooleanOptionalAction,
             default=None,
-            help="import: show a progress bar (default: when on a terminal)",
+            help="import shows a progress bar (by default when on a terminal)",
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -105,6 +112,10 @@ class NearDupeCommand(ScrapyCommand):
         except NearDupeError as exc:
             print(f"nearDupe: {exc}", file=sys.stderr)
             self.exitcode = 1
+        except BrokenPipeError:
+            # The reader stopped early (`stats | head -2`): not an error. Point stdout at
+            # /dev/null so the interpreter's final flush does not raise again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def _config(self) -> Config:
         """The project's NEARDUPE_* settings (inspection works even with NEARDUPE_ENABLED off)."""

@@ -188,10 +188,10 @@ class IndexView:
             self._index.compact()
         return self._index
 
-    def disk_bytes(self) -> int:
-        """Bytes of every file in the index directory (0 for Redis)."""
+    def disk_bytes(self) -> int | None:
+        """Bytes of every file in the index directory (None for Redis: it has no files)."""
         if self.path is None:
-            return 0
+            return None
         return sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
 
     def keys_by_fp(self) -> dict[int, list[str]]:

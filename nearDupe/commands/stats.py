@@ -71,7 +71,12 @@ def format_stats(stats: dict[str, Any]) -> str:
         f"features      {features}",
         f"algorithm     v{header['algorithm']}, {header['bits']}-bit, format {header['format']}",
         f"memory        {human_bytes(stats['memory_bytes'])} of tables",
-        f"disk          {human_bytes(stats['disk_bytes'])}",
+        "disk          "
+        + (
+            "none: the index lives in Redis's memory"
+            if stats["disk_bytes"] is None
+            else human_bytes(stats["disk_bytes"])
+        ),
     ]
     if stats["first_added"]:
         lines.append(f"added         {stats['first_added']} .. {stats['last_added']}")
