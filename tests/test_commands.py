@@ -144,6 +144,35 @@ def test_check_url_finds_the_original_of_a_dropped_page(
     ]
 
 
+def test_check_decides_as_the_crawl_does(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
+    """PDF, JSON and PNG are not HTML (the crawl skips them as not-html); a 404 is a page
+    with an error status, not a usage error; a file is typed by its name."""
+    from tests.mockserver import MockServer, Page
+
+    tmp, _ = crawl
+    pages = {
+        "/doc.pdf": Page(b"%PDF-1.4 " + b"text " * 200, "application/pdf"),
+        "/api.json": Page(json.dumps({"text": "words " * 200}).encode(), "application/json"),
+        "/logo.png": Page(b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "image/png"),
+    }
+    with MockServer(pages) as server:
+        verdicts = {
+            path: json.loads(neardupe(tmp, "check", server.url + path, "--json").stdout)
+            for path in [*pages, "/missing.html"]
+        }
+        missing = neardupe(tmp, "check", server.url + "/missing.html")
+    assert {p: (v["verdict"], v["reason"]) for p, v in verdicts.items()} == {
+        "/doc.pdf": ("skipped", "not-html"),
+        "/api.json": ("skipped", "not-html"),
+        "/logo.png": ("skipped", "not-html"),
+        "/missing.html": ("skipped", "status"),
+    }
+    assert missing.returncode == 0 and "Usage" not in missing.stdout + missing.stderr
+    pdf = tmp_path / "doc.pdf"
+    pdf.write_bytes(pages["/doc.pdf"].body)
+    assert json.loads(neardupe(tmp, "check", str(pdf), "--json").stdout)["reason"] == "not-html"
+
+
 def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
     from spiders.demosite.server import DemoSiteServer
 

@@ -2,49 +2,65 @@
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from scrapy.exceptions import UsageError
-from scrapy.http import HtmlResponse
+from scrapy.http import HtmlResponse, Response
+from scrapy.responsetypes import responsetypes
 
 from nearDupe._settings import Config
-from nearDupe.analysis import Analysis, analyze_html, analyze_text
+from nearDupe.analysis import Analysis, analyze_html, analyze_text, detect_encoding
 from nearDupe.commands._index import IndexView
+from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import to_hex
 
 
-def load_page(target: str, user_agent: str, timeout: float = 30.0) -> HtmlResponse:
-    """A URL fetched (urllib) or a local file read, decoded the way Scrapy decodes responses."""
+def load_page(target: str, user_agent: str, timeout: float = 30.0) -> Response:
+    """A URL fetched (urllib) or a local file read, as the Scrapy response type the crawl gets
+    (HtmlResponse, TextResponse or Response, by its headers and name), any HTTP status."""
     if target.startswith(("http://", "https://")):
         request = urllib.request.Request(target, headers={"User-Agent": user_agent})
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as reply:
-                return HtmlResponse(
-                    reply.geturl(),
-                    status=reply.status,
-                    headers=dict(reply.headers.items()),
-                    body=reply.read(),
-                )
+            reply = urllib.request.urlopen(request, timeout=timeout)
+        except urllib.error.HTTPError as error:
+            reply = error  # a 404 or 500 is an answer: the crawl skips it as "status"
         except OSError as exc:
-            raise UsageError(f"cannot fetch {target}: {exc}") from None
+            raise UsageError(f"cannot fetch {target}: {exc}", print_help=False) from None
+        with reply:
+            headers = dict(reply.headers.items())
+            url, body = reply.geturl(), reply.read()
+        cls = responsetypes.from_args(headers=headers, url=url, body=body)
+        return cls(url, status=reply.status, headers=headers, body=body)
     path = Path(target.removeprefix("file://"))
     if not path.is_file():
-        raise UsageError(f"{target} is neither an http(s) URL nor a readable file")
-    return HtmlResponse(path.resolve().as_uri(), body=path.read_bytes())
+        raise UsageError(
+            f"{target} is neither an http(s) URL nor a readable file", print_help=False
+        )
+    url, body = path.resolve().as_uri(), path.read_bytes()
+    return responsetypes.from_args(url=url, filename=str(path), body=body)(url, body=body)
 
 
-def analyze_page(response: HtmlResponse, config: Config, view: IndexView, text: bool) -> Analysis:
-    """The page's Analysis, made with the index's own feature settings."""
+def analyze_page(response: Response, config: Config, view: IndexView, text: bool) -> Analysis:
+    """The page's Analysis, made with the index's own feature settings, or the crawl's skip."""
     if text:
-        return analyze_text(response.text, config.min_text_length, view.features)
-    html = response.text[: config.max_html_chars]
+        plain = response.body.decode("utf-8", "replace")
+        return analyze_text(plain, config.min_text_length, view.features)
+    reason = skip_reason(response)
+    if reason is not None:
+        return Analysis("", None, "unknown", reason)
+    assert isinstance(response, HtmlResponse)
+    decoded = decode(response) or redecode(response, detect_encoding(response.body))
+    if decoded.skip_reason:
+        return Analysis("", None, "unknown", decoded.skip_reason)
+    html = decoded.html[: config.max_html_chars]
     return analyze_html(html, config.min_text_length, config.max_html_chars, view.features)
 
 
 def check_page(
-    target: str, response: HtmlResponse, analysis: Analysis, view: IndexView, radius: int
+    target: str, response: Response, analysis: Analysis, view: IndexView, radius: int
 ) -> dict[str, Any]:
     """The verdict on one page and every stored page within radius of it."""
     result: dict[str, Any] = {
