@@ -12,7 +12,7 @@ from scrapy.utils.project import data_path
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
-from nearDupe.store import is_redis_url
+from nearDupe.store import is_redis_url, public_location
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
 #: Default k of the embedded index, from the figures (README "How well it works").
@@ -126,6 +126,11 @@ class Config:
         return IndexHeader.for_settings(
             self.design, self.k, self.features, self.confirm_k, self.sentence_share
         )
+
+    @property
+    def public_index(self) -> str:
+        """The index location as logs, reports and commands show it (no credentials)."""
+        return public_location(self.index)
 
     @property
     def is_redis(self) -> bool:

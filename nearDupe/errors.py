@@ -21,6 +21,11 @@ class IndexLocked(IndexFileError):
     """Another process holds the embedded index open."""
 
 
+class IndexAccessDenied(NearDupeError):
+    """The index refused this client for good: wrong credentials, missing permissions or a
+    TLS certificate that does not verify. A setting to fix, not an outage to wait out."""
+
+
 class StoreUnavailable(NearDupeError):
     """The shared store (Redis) cannot be reached right now."""
 

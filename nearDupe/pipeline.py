@@ -88,7 +88,7 @@ class NearDupePipeline:
             logger.error(
                 "nearDupe: index %s unreachable at start (%s); keeping items unchecked for "
                 "%.0f s and recording their fingerprints later",
-                self.config.index,
+                self.config.public_index,
                 exc,
                 _RETRY_AFTER,
             )
@@ -97,7 +97,7 @@ class NearDupePipeline:
         self.stats.set_value("neardupe/index_size", size)
         logger.info(
             "nearDupe: index %s (%s, k=%d) holds %d pages",
-            self.config.index,
+            self.config.public_index,
             self.config.design,
             self.config.k,
             size,
@@ -119,7 +119,9 @@ class NearDupePipeline:
                 self.stats.set_value("neardupe/index_size", await self.store.count())
                 await self.store.close()
             except Exception as exc:
-                logger.error("nearDupe: closing index %s failed: %s", self.config.index, exc)
+                logger.error(
+                    "nearDupe: closing index %s failed: %s", self.config.public_index, exc
+                )
         if self.report is not None:
             self.report.close()
         if self._frozen:
@@ -217,7 +219,7 @@ class NearDupePipeline:
             logger.error(
                 "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
                 "recording their fingerprints later",
-                self.config.index,
+                self.config.public_index,
                 exc,
                 _RETRY_AFTER,
             )
@@ -280,7 +282,7 @@ class NearDupePipeline:
         logger.warning(
             "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
             "and recorded when a crawl next reaches the index",
-            self.config.index,
+            self.config.public_index,
             len(self._backlog),
             self._pending_path,
         )

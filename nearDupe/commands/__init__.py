@@ -211,7 +211,7 @@ class NearDupeCommand(ScrapyCommand):
         skipped = {k.split("/", 1)[1]: v for k, v in sorted(counts.items()) if "/" in k}
         summary = {
             "feed": str(feed),
-            "index": config.index,
+            "index": config.public_index,
             "items": counts["kept"] + counts["dropped"] + counts["skipped"],
             "kept": counts["kept"],
             "dropped": counts["dropped"],
@@ -226,7 +226,7 @@ class NearDupeCommand(ScrapyCommand):
         print(
             f"imported {summary['items']} items from {feed}: {summary['kept']} kept, "
             f"{summary['dropped']} dropped, {summary['skipped']} skipped{reasons}; "
-            f"index {config.index} now holds {size} pages"
+            f"index {config.public_index} now holds {size} pages"
         )
 
     # -- helpers -------------------------------------------------------------------------

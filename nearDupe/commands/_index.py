@@ -124,7 +124,8 @@ class IndexView:
                 await store.close()
 
         pages = [(fp, key, None, sig) for fp, key, sig in sorted(asyncio.run(read()))]
-        return cls(f"{config.index} ({config.index_name})", config.header, pages, config=config)
+        source = f"{config.public_index} ({config.index_name})"
+        return cls(source, config.header, pages, config=config)
 
     def __len__(self) -> int:
         return len(self.keys)

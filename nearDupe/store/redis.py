@@ -52,25 +52,39 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import redis as redis_sync
 import redis.asyncio as redis_async
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.exceptions import ClusterDownError, RedisClusterException, TryAgainError
+from redis.exceptions import (
+    AuthenticationError,
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    ClusterDownError,
+    NoPermissionError,
+    RedisClusterException,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from nearDupe.designs import BITS, Design
-from nearDupe.errors import IndexFileError, IndexSettingsMismatch, StoreUnavailable
+from nearDupe.errors import (
+    IndexAccessDenied,
+    IndexFileError,
+    IndexSettingsMismatch,
+    StoreUnavailable,
+)
 from nearDupe.shorttext import Sentences, letters
+from nearDupe.store import public_location
 from nearDupe.store.base import (
     FORMAT_VERSION,
     NO_CONFIRMATION,
@@ -95,6 +109,27 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     RedisClusterException,  # no cluster node reachable
 )
+
+#: Refusals no retry cures (they subclass ConnectionError or ResponseError in redis-py).
+_REFUSALS: tuple[type[BaseException], ...] = (
+    AuthenticationError,
+    AuthorizationError,
+    AuthenticationWrongNumberOfArgsError,
+    NoPermissionError,
+    ssl.SSLCertVerificationError,
+)
+
+
+def refusal(exc: BaseException) -> BaseException | None:
+    """The refusal behind an error (redis-py wraps a TLS failure in a ConnectionError), if
+    Redis or its certificate refused this client for good; else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, _REFUSALS):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
 
 #: Largest bucket prefix: tables with longer prefixes (10-, 16-, 20-table designs) are cut
 #: here so that a bucket holds several fingerprints instead of costing one key per page.
@@ -362,16 +397,6 @@ def entries(value: bytes) -> list[tuple[str, int | None]]:
     return out
 
 
-def _public_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
-
-
 class RedisStore:
     """:class:`~nearDupe.store.Store` in a Redis shared by every crawler process (see module)."""
 
@@ -454,7 +479,7 @@ class RedisStore:
             client,
             header,
             name=name,
-            url=_public_url(url),
+            url=public_location(url),
             retry_seconds=retry_seconds,
             max_bucket_bits=max_bucket_bits,
         )
@@ -481,7 +506,11 @@ class RedisStore:
             else:
                 client = redis_sync.Redis.from_url(url, **options)
             reply = client.eval(_LUA_HANDSHAKE, len(keys), *keys, *args)
+        except _REFUSALS as exc:
+            raise self._denied(exc) from None
         except TRANSIENT_ERRORS as exc:
+            if (refused := refusal(exc)) is not None:
+                raise self._denied(refused) from None
             logger.warning(
                 "Redis index %r at %s is unreachable (%s); checking it on first use",
                 self.name,
@@ -495,6 +524,13 @@ class RedisStore:
             if client is not None:
                 client.close()
         self._apply_handshake(reply)
+
+    def _denied(self, exc: BaseException) -> IndexAccessDenied:
+        return IndexAccessDenied(
+            f"Redis index {self.name!r} at {self.url} refused this client "
+            f"({type(exc).__name__}: {exc}); check the credentials, the user's permissions "
+            "and the TLS settings in NEARDUPE_INDEX"
+        )
 
     async def _ensure_ready(self) -> None:
         if self._ready:
@@ -741,7 +777,11 @@ class RedisStore:
             attempts += 1
             try:
                 return await call(attempts > 1)
+            except _REFUSALS as exc:
+                raise self._denied(exc) from None
             except TRANSIENT_ERRORS as exc:
+                if (refused := refusal(exc)) is not None:
+                    raise self._denied(refused) from None
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise StoreUnavailable(
