@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,10 +19,10 @@ from twisted.internet.task import deferLater
 
 from nearDupe import gcfreeze
 from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.report import Decision, ReportWriter
-from nearDupe.shorttext import Sentences
 from nearDupe.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -35,10 +34,6 @@ logger = logging.getLogger(__name__)
 INDEX_UNUSABLE = "neardupe_index_unusable"
 #: Pages whose decision is remembered, so every item of a page gets the same one.
 _PAGE_MEMORY = 10_000
-#: Fingerprints kept while the index is unreachable, replayed into it when it returns.
-_BACKLOG_LIMIT = 100_000
-#: A page as the index records it: fingerprint, URL, signature, sentences.
-_Page = tuple[int, str, int | None, Sentences]
 #: After an index failure, items are kept without asking it for this long.
 _RETRY_AFTER = 5.0
 #: At close, how long to keep trying to record the fingerprints kept while the index was down.
@@ -59,7 +54,7 @@ class NearDupePipeline:
         # Decisions by page (URL, fingerprint, Analysis.page): one per response or item text.
         self._decided: OrderedDict[tuple[str, int, int], Decision] = OrderedDict()
         self._deciding: dict[tuple[str, int, int], list[Deferred[Decision]]] = {}
-        self._backlog: deque[_Page] = deque(maxlen=_BACKLOG_LIMIT)
+        self._backlog = Backlog(pending_path(self.config.index, self.config.index_name))
         self._down_until = 0.0
         self._frozen = False
 
@@ -152,7 +147,7 @@ class NearDupePipeline:
     async def decide(self, item: Any) -> Decision:
         """The decision for one item."""
         link = self.links.pop(item)
-        url, analysis = link if link else (None, None)
+        url, analysis = link if link else ("", None)
         adapter = ItemAdapter(item) if ItemAdapter.is_item(item) else None
         if not url and adapter is not None:
             url = str(adapter.get("url") or "")
@@ -186,7 +181,7 @@ class NearDupePipeline:
         serial = page.page if page is not None else next(self._state.page_serials)
         return replace(analysis, page=serial)
 
-    async def _page_decision(self, record: _Page, serial: int) -> Decision:
+    async def _page_decision(self, record: Page, serial: int) -> Decision:
         fp, url, *_ = record
         page = (url, fp, serial)
         if page in self._decided:
@@ -208,7 +203,7 @@ class NearDupePipeline:
             waiter.callback(decision)
         return decision
 
-    async def _check(self, record: _Page) -> Decision:
+    async def _check(self, record: Page) -> Decision:
         assert self.store is not None, "open_spider opens the store"
         fp, url, *_ = record
         if time.monotonic() < self._down_until:
@@ -232,99 +227,80 @@ class NearDupePipeline:
             return Decision(url, "kept", fp)
         return Decision.drop(url, fp, match)
 
-    def _keep_unchecked(self, record: _Page) -> Decision:
+    def _keep_unchecked(self, record: Page) -> Decision:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
         return Decision(record[1], "kept", record[0], reason="index-unavailable")
 
     async def _replay_backlog(self, patience: float = 0.0) -> None:
-        """Record the fingerprints kept while the index was down; retry for ``patience`` s."""
+        """Record the pages kept while the index was down; retry for ``patience`` s. A page
+        the index rejects for another reason than being away is set aside, never retried
+        ahead of the others."""
         assert self.store is not None
         deadline = time.monotonic() + patience
         delay = 0.25
-        while self._backlog:
-            record = self._backlog[0]
-            url = record[1]
+        while (record := self._backlog.first()) is not None:
             try:
                 match = await self.store.check_and_add(*record)
-            except Exception:
+            except StoreUnavailable:
                 if time.monotonic() + delay > deadline:
                     return
                 await _sleep(delay)
                 delay = min(2 * delay, 2.0)
                 continue
-            self._backlog.popleft()
+            except Exception as exc:
+                self._backlog.pop()
+                self.stats.inc_value("neardupe/backlog/set_aside")
+                logger.error(
+                    "nearDupe: the index rejects the kept page %r (%s); set aside", record[1], exc
+                )
+                continue
+            self._backlog.pop()
             if match is not None:
                 self.stats.inc_value("neardupe/kept_while_index_down_duplicates")
                 logger.warning(
                     "nearDupe: %s, kept while the index was down, is a near-duplicate of %s",
-                    url,
+                    record[1],
                     match.key,
                 )
 
     def _save_backlog(self) -> None:
-        """Keep what could not be recorded for the next crawl on this index (never lose it)."""
+        """Keep what could not be recorded for the next crawl on this index."""
         if not self._backlog:
             return
-        try:
-            self._pending_path.parent.mkdir(parents=True, exist_ok=True)
-            with self._pending_path.open("w", encoding="utf-8", errors="backslashreplace") as f:
-                f.writelines(json.dumps(list(page)) + "\n" for page in self._backlog)
-        except OSError as exc:
+        if not self._backlog.save():
             logger.error(
-                "nearDupe: %d fingerprints of kept pages could not be saved to %s (%s); "
-                "their copies may be kept by later crawls",
+                "nearDupe: %d fingerprints of kept pages could not be saved; their copies may "
+                "be kept by later crawls",
                 len(self._backlog),
-                self._pending_path,
-                exc,
             )
             return
         logger.warning(
             "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
-            "and recorded when a crawl next reaches the index",
+            "and recorded when a crawl next reaches this index",
             self.config.public_index,
             len(self._backlog),
-            self._pending_path,
+            self._backlog.path,
         )
 
     def _load_backlog(self) -> None:
-        if self._pending_path.exists():
-            with self._pending_path.open(encoding="utf-8") as f:
-                for number, line in enumerate(f, 1):
-                    if line.strip():
-                        self._load_pending_line(line, number)
-            self._pending_path.unlink()
+        name = re.sub(r"[^\w.-]+", "_", self.config.index_name)
+        unkeyed = Path(data_path(f"neardupe-pending-{name}.jsonl"))
+        if unkeyed.exists():  # written before pending files were named for their index
+            logger.warning(
+                "nearDupe: %s was left by an earlier version for an index named %r, on "
+                "whichever index that crawl used; rename it to %s to record its pages in this "
+                "index",
+                unkeyed,
+                self.config.index_name,
+                self._backlog.path,
+            )
+        if self._backlog.load():
             logger.info(
-                "nearDupe: %d fingerprints from an earlier crawl wait to be recorded",
+                "nearDupe: %d fingerprints from an earlier crawl on this index wait to be "
+                "recorded",
                 len(self._backlog),
             )
-
-    def _load_pending_line(self, line: str, number: int) -> None:
-        try:
-            # Older lines lack the signature or the sentences.
-            fp, url, *rest = json.loads(line)
-            signature = rest[0] if rest else None
-            sentences = rest[1] if len(rest) > 1 else []
-            page: _Page = (
-                int(fp),
-                str(url),
-                None if signature is None else int(signature),
-                tuple((int(h), int(n)) for h, n in sentences),
-            )
-        except (ValueError, TypeError) as exc:
-            logger.warning(
-                "nearDupe: line %d of %s is unreadable (%s); skipped",
-                number,
-                self._pending_path,
-                exc,
-            )
-            return
-        self._backlog.append(page)
-
-    @property
-    def _pending_path(self) -> Path:
-        name = re.sub(r"[^\w.-]+", "_", self.config.index_name)
-        return Path(data_path(f"neardupe-pending-{name}.jsonl"))
 
     def _record(self, decision: Decision) -> None:
         self.stats.inc_value("neardupe/seen")

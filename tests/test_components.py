@@ -147,3 +147,25 @@ def test_pipeline_freezes_long_lived_objects_for_the_crawl(tmp_path: Path, freez
     asyncio.run(crawl())
     assert (frozen[0] > 10_000) is freeze
     assert gc.get_freeze_count() == 0
+
+
+def test_backlog_spills_to_its_file_and_loses_nothing(tmp_path: Path) -> None:
+    from nearDupe.backlog import Backlog
+
+    pages = [(i, f"http://a/{i}\udc80", None if i % 2 else i, ((i, 9),)) for i in range(7)]
+    backlog = Backlog(tmp_path / "pending.jsonl", limit=2)
+    for page in pages[:5]:
+        backlog.append(page)
+    assert len(backlog) == 5 and len(backlog.path.read_text().splitlines()) == 3
+    assert backlog.first() == pages[0]
+    backlog.pop()
+    assert backlog.save()  # at close: memory ahead of the spilled pages
+    again = Backlog(backlog.path, limit=2)
+    assert again.load() == 4
+    for page in pages[5:]:
+        again.append(page)
+    drained = []
+    while (page := again.first()) is not None:
+        drained.append(page)
+        again.pop()
+    assert drained == pages[1:] and not again.path.exists()

@@ -111,20 +111,21 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
     import json
     import socket
 
-    from scrapy.utils.project import data_path
     from scrapy.utils.test import get_crawler
 
     import nearDupe.pipeline
     from nearDupe.analysis import Analysis
+    from nearDupe.backlog import pending_path
     from nearDupe.errors import NearDuplicate
     from nearDupe.pipeline import NearDupePipeline
 
     monkeypatch.setattr(nearDupe.pipeline, "_CLOSE_PATIENCE", 0.5)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+        port = s.getsockname()[1]
+    dead = f"redis://127.0.0.1:{port}/0"
     name = f"pending-{tmp_path.name}"
-    pending = Path(data_path(f"neardupe-pending-{name}.jsonl"))
+    pending = pending_path(dead, name)
     pages = [(0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321), (0x0F0F_0F0F_F0F0_F0F0, 77)]
     brief = ((2**63 + 5, 40), (7, 60))  # the second page is short: it keeps its sentences
 
@@ -166,7 +167,15 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
 
         (fp, sig), copy = pages[0], ("http://b/0", pages[0][0] ^ 0b101, pages[0][1] ^ 1)
         short_copy = ("http://b/1", 0xABCD, 0xABCD)  # another fingerprint, the same sentences
-        decisions = asyncio.run(crawl(redis.url, [copy, short_copy]))
+        # Another index of the same name (an embedded one, another Redis) does not take them.
+        assert asyncio.run(crawl(str(tmp_path / "embedded"), [copy])) == ["kept"]
+        assert asyncio.run(crawl(redis.url, [copy])) == ["kept"]
+        assert len(pending.read_text().splitlines()) == 5
+        late = RedisServer(tmp_path / "late", port=port).start()  # the same index, back
+        try:
+            decisions = asyncio.run(crawl(late.url, [copy, short_copy]))
+        finally:
+            late.stop()
         assert decisions == [
             "near-duplicate of http://a/0 (distance 2): http://b/0",
             "near-duplicate of http://a/1 (its sentences): http://b/1",
@@ -174,8 +183,12 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         assert not pending.exists()
 
         async def stored() -> list[tuple[int, str, int | None]]:
-            async with RedisStore.from_url(redis.url, PLUGIN_HEADER, name=name) as store:
-                return sorted(await store.pages())
+            late.start()
+            try:
+                async with RedisStore.from_url(late.url, PLUGIN_HEADER, name=name) as store:
+                    return sorted(await store.pages())
+            finally:
+                late.stop()
 
         assert asyncio.run(stored()) == sorted(
             [

@@ -6,10 +6,26 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from urllib.parse import quote
+
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
+
+def storable_key(key: str) -> str:
+    """``key`` (a URL from the web) as every store can hold it: a lone surrogate, which no
+    UTF-8 store accepts (json.loads makes one of a feed's ``"\\udc80"``), is written as the
+    percent-escapes of its bytes, as a browser would send it; everything else is unchanged."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(
+            quote(c.encode("utf-8", "surrogatepass")) if 0xD800 <= ord(c) <= 0xDFFF else c
+            for c in key
+        )
+    return key
+
 
 #: Version of the on-disk / in-Redis layout (not of the fingerprint algorithm).
 FORMAT_VERSION = 2

@@ -38,6 +38,7 @@ from nearDupe.store.base import (
     Match,
     confirmed,
     sentence_matches,
+    storable_key,
 )
 
 try:
@@ -275,6 +276,7 @@ class EmbeddedIndex:
         sentences: Sentences,
         holders: list[tuple[int, str, int, int]],
     ) -> None:
+        key = storable_key(key)
         self.index.add(fp)
         sig = None if signature is None else to_signed(signature)
         self._unsaved.append((to_signed(fp), key, time.time(), sig))

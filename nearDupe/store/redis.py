@@ -93,6 +93,7 @@ from nearDupe.store.base import (
     IndexHeader,
     Match,
     sentence_matches,
+    storable_key,
 )
 
 logger = logging.getLogger(__name__)
@@ -596,6 +597,7 @@ class RedisStore:
     ) -> Match | None:
         """The nearest stored page within k that ``signature`` confirms, else the short page
         sharing the most of ``sentences``; or None after recording the page atomically."""
+        key = storable_key(key)
         fp_bytes = fp.to_bytes(8, "big")
         record = signature_record(signature)
         args = [
