@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,6 +25,24 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: How often a worker checks that the crawl that started it is alive (seconds).
+_PARENT_CHECK_INTERVAL = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a worker: end the process once its parent is gone (a ``kill -9`` of the crawl gives
+    the pool no chance to stop it; the worker is then adopted by another process)."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_INTERVAL)
+    os._exit(0)
+
+
+def start_worker(features: FeatureSettings) -> None:
+    """Worker initializer: watch the parent, then load the dictionaries before pages come."""
+    parent = os.getppid()
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    warm_up(features)
+
 
 class WorkerPool:
     """Processes (the GIL would serialise threads) that answer awaitably on any reactor."""
@@ -39,7 +59,7 @@ class WorkerPool:
         executor = ProcessPoolExecutor(
             self.workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=warm_up,
+            initializer=start_worker,
             initargs=(self.features,),
         )
         # The pool starts its processes on the first submits; starting one takes tens of ms,

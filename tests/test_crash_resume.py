@@ -243,3 +243,43 @@ def test_second_crawl_on_a_busy_index_is_refused(network, tmp_path: Path) -> Non
     assert len(report) == len(small)
     kept = _kept_by_cluster(report, server.url, cluster_of)
     assert len(kept) == 25 and all(len(urls) == 1 for urls in kept.values())
+
+
+def _children(pid: int) -> set[int]:
+    """The live processes whose parent is ``pid`` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_exit_when_the_crawl_is_killed(network, tmp_path: Path) -> None:
+    pages, _ = network
+    with MockServer(pages) as server:
+        settings = _settings(tmp_path, tmp_path / "index", {"NEARDUPE_WORKERS": 2})
+        proc = start_crawl(tmp_path, f"{server.url}/", {**settings, "DOWNLOAD_DELAY": 0.1})
+        try:
+            wait_for_report(proc, tmp_path / "report.jsonl", 3)
+            workers = _children(proc.pid)
+            assert len(workers) >= 2, workers  # the two workers (and the resource tracker)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if _alive(pid)], "workers outlived the crawl"

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
 from urllib.parse import quote
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
+
 
 def storable_key(key: str) -> str:
     """``key`` (a URL from the web) as every store can hold it: a lone surrogate, which no
