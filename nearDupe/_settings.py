@@ -42,6 +42,9 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_WORKERS": None,  # None: one process per CPU core; 0: a thread, no processes
     "NEARDUPE_COMMIT_INTERVAL": 1.0,
     "NEARDUPE_GC_FREEZE": True,  # long-lived objects out of full garbage collections
+    # Seconds a worker process may spend on one page (a typical page takes ~10 ms; 600,000
+    # <p> took 5.8 s): past it the page is skipped as too-slow. 0: no limit.
+    "NEARDUPE_ANALYSIS_TIMEOUT": 2.0,
 }
 
 
@@ -63,6 +66,7 @@ class Config:
     workers: int
     commit_interval: float
     gc_freeze: bool = True
+    analysis_timeout: float = 2.0
     features: FeatureSettings = field(default_factory=FeatureSettings)
 
     @classmethod
@@ -118,6 +122,9 @@ class Config:
                 "NEARDUPE_COMMIT_INTERVAL", DEFAULTS["NEARDUPE_COMMIT_INTERVAL"]
             ),
             gc_freeze=settings.getbool("NEARDUPE_GC_FREEZE", True),
+            analysis_timeout=settings.getfloat(
+                "NEARDUPE_ANALYSIS_TIMEOUT", DEFAULTS["NEARDUPE_ANALYSIS_TIMEOUT"]
+            ),
         )
 
     @property

@@ -11,6 +11,7 @@ from scrapy.http import HtmlResponse, Request, Response
 from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
+from nearDupe.workers import AnalysisTimeout, within
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: Skip reasons that are anomalies of the page (logged at INFO), not just unwanted responses.
-_NOTABLE = frozenset({"binary", "bad-encoding", "analysis-error"})
+_NOTABLE = frozenset({"binary", "bad-encoding", "analysis-error", "too-slow"})
 
 
 def skipped(reason: str) -> Analysis:
@@ -69,12 +70,16 @@ class NearDupeDownloaderMiddleware:
                 html = html[: self.config.max_html_chars]
             try:
                 analysis = await self.pool.run(
+                    within,
+                    self.config.analysis_timeout,
                     analyze_html,
                     html,
                     self.config.min_text_length,
                     self.config.max_html_chars,
                     self.config.features,
                 )
+            except AnalysisTimeout:
+                analysis = skipped("too-slow")
             except Exception:
                 logger.exception("nearDupe could not analyse %s; keeping it", response.url)
                 analysis = skipped("analysis-error")

@@ -24,6 +24,7 @@ from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.report import Decision, ReportWriter
 from nearDupe.store import Store, open_store
+from nearDupe.workers import AnalysisTimeout, within
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -172,8 +173,15 @@ class NearDupePipeline:
             text = text[: self.config.max_html_chars]
         try:
             analysis = await self._state.pool.run(
-                analyze_text, text, self.config.min_text_length, self.config.features
+                within,
+                self.config.analysis_timeout,
+                analyze_text,
+                text,
+                self.config.min_text_length,
+                self.config.features,
             )
+        except AnalysisTimeout:
+            return Analysis("", None, "unknown", "too-slow")
         except Exception:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
             return Analysis("", None, "unknown", "analysis-error")

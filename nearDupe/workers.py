@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +36,30 @@ def _exit_with_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(_PARENT_CHECK_INTERVAL)
     os._exit(0)
+
+
+class AnalysisTimeout(BaseException):
+    """A page took longer than NEARDUPE_ANALYSIS_TIMEOUT in a worker process (a
+    BaseException, so that no ``except Exception`` of the extraction code swallows it)."""
+
+
+def within(seconds: float, func: Callable[..., T], *args: Any) -> T:
+    """In a worker process: ``func(*args)``, interrupted by :class:`AnalysisTimeout` after
+    ``seconds`` (0: no limit). The work is Python code (readability's scoring), so a timer
+    signal stops it; a thread (``NEARDUPE_WORKERS=0``) cannot be stopped and runs unbounded."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        return func(*args)
+
+    def expire(signum: int, frame: object) -> None:
+        raise AnalysisTimeout(f"analysis took over {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return func(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def start_worker(features: FeatureSettings) -> None:

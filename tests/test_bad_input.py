@@ -324,3 +324,27 @@ def test_read_only_index_stops_the_crawl(tmp_path: Path) -> None:
         for path in [index, *index.iterdir()]:
             path.chmod(0o755 if path.is_dir() else 0o644)
     _assert_refused(result, str(index))
+
+
+def test_a_page_that_takes_too_long_is_skipped_in_time(tmp_path: Path) -> None:
+    """A million <p> held a worker for seconds; past NEARDUPE_ANALYSIS_TIMEOUT the page is
+    skipped as too-slow and the worker goes on with the next page."""
+    pages = {
+        "/flood.html": Page(("<html><body>" + "<p>x</p>" * 1_000_000 + "</body></html>").encode()),
+        "/article.html": Page(_html(article("library-app")).encode()),
+    }
+    links = "".join(f'<a href="{p}">{p}</a> ' for p in pages)
+    pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_WORKERS": 1, "NEARDUPE_ANALYSIS_TIMEOUT": 0.5},
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    decisions = result.decisions()
+    flood, kept = decisions[server.url + "/flood.html"], decisions[server.url + "/article.html"]
+    assert (flood["decision"], flood["reason"]) == ("skipped", "too-slow")
+    assert kept["decision"] == "kept"
+    assert result.stats["neardupe/responses/skipped/too-slow"] == 1
+    assert "not fingerprinting" in result.log and "(too-slow)" in result.log
