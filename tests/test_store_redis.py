@@ -225,6 +225,38 @@ def test_redis_killed_restarted_and_frozen(server: RedisServer) -> None:
     asyncio.run(body())
 
 
+def test_redis_restarted_empty_is_said_loudly_and_the_index_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis without persistence restarts empty under a running crawl: the loss is logged
+    as an ERROR, the header written again, and later crawls open the index as usual."""
+    volatile = ("--appendonly", "no")
+
+    async def body() -> None:
+        with RedisServer(tmp_path / "redis", extra=volatile) as server:
+            store = RedisStore.from_url(server.url, IndexHeader(), name="lost")
+            assert await store.check_and_add(1 << 40, "a") is None
+            server.restart()  # nothing saved: every key is gone
+            with caplog.at_level("ERROR", logger="nearDupe.store.redis"):
+                assert await store.check_and_add(1 << 40, "a-again") is None
+                assert await store.check_and_add(flip(1 << 40, 2), "copy") == Match(
+                    "a-again", 1 << 40, 1
+                )
+            assert any("was emptied while this crawl ran" in r.message for r in caplog.records)
+            await store.close()
+            # The next crawl opens it: it is not left with pages and no header.
+            async with RedisStore.from_url(server.url, IndexHeader(), name="lost") as later:
+                assert await later.count() == 1
+                # Pages written without a header (an older version's crawl) are re-headed.
+                await later.client.delete(later._header_key)
+            with caplog.at_level("WARNING", logger="nearDupe.store.redis"):
+                async with RedisStore.from_url(server.url, IndexHeader(), name="lost") as again:
+                    assert await again.check_and_add(1 << 40, "b") == Match("a-again", 1 << 40, 0)
+            assert any("held pages but no header" in r.message for r in caplog.records)
+
+    asyncio.run(body())
+
+
 def test_unreachable_at_open_checks_header_on_first_use(tmp_path: Path) -> None:
     async def body() -> None:
         server = RedisServer(tmp_path / "later")

@@ -217,10 +217,13 @@ end
 _LUA_CHECK_AND_ADD = (
     _LUA_COMMON
     + """
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  return redis.error_reply('NO_HEADER')
+end
 local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local sig, ck, entry = ARGV[5], tonumber(ARGV[6]), ARGV[7]
 local sentences, share, sentence_entry = ARGV[8], tonumber(ARGV[9]), ARGV[10]
-local found = near(4, fp, k)
+local found = near(5, fp, k)
 table.sort(found, function(a, b)
   if a[4] ~= b[4] then return a[4] < b[4] end
   if a[2] ~= b[2] then return a[2] < b[2] end
@@ -278,7 +281,7 @@ for _, h in ipairs(holders) do
 end
 local pages = redis.call('HGET', KEYS[1], fp)
 if not pages then
-  for t = 4, #KEYS do
+  for t = 5, #KEYS do
     redis.call('APPEND', KEYS[t], fp)
   end
   pages = ''
@@ -312,13 +315,16 @@ return out
 )
 
 # KEYS: header, layout, counter.  ARGV: header JSON, layout JSON.
+# KEYS: header, layout, counter.  ARGV: header, layout.  Returns both as stored, and 1 if
+# pages were found without a header (written while Redis lost it: re-headed, see _reheaded).
 _LUA_HANDSHAKE = """
+local headless = 0
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[3]) == 1 then
-  return redis.error_reply('index has pages but no header')
+  headless = 1
 end
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
 redis.call('SET', KEYS[2], ARGV[2], 'NX')
-return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), headless}
 """
 
 # KEYS: keys hash, counter.  ARGV: fp, entry, fp, entry, ... (entry: see the key layout).
@@ -543,8 +549,29 @@ class RedisStore:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         self._apply_handshake(reply)
 
-    def _apply_handshake(self, reply: Sequence[bytes]) -> None:
-        stored_header, stored_layout = (json.loads(v) for v in reply)
+    def _emptied(self) -> None:
+        """The index's header vanished under a running crawl: Redis lost its data (a restart
+        without persistence, a FLUSHALL, an eviction). Say so loudly; the header is then
+        written again and the crawl goes on with what is left."""
+        logger.error(
+            "Redis index %r at %s was emptied while this crawl ran (Redis restarted without "
+            "persistence, or its keys were deleted or evicted): the pages stored before are "
+            "no longer known, so their copies will be kept. Re-creating the index; run Redis "
+            "with appendonly yes (appendfsync everysec) so that this cannot happen",
+            self.name,
+            self.url,
+        )
+        self._ready = False
+
+    def _apply_handshake(self, reply: Sequence[Any]) -> None:
+        stored_header, stored_layout = (json.loads(v) for v in reply[:2])
+        if len(reply) > 2 and int(reply[2]):
+            logger.warning(
+                "Redis index %r at %s held pages but no header (written while Redis had lost "
+                "it); re-created with this crawl's settings",
+                self.name,
+                self.url,
+            )
         problems = self.header.mismatches(stored_header)
         if problems:
             raise IndexSettingsMismatch(
@@ -615,8 +642,21 @@ class RedisStore:
 
         async def attempt(retried: bool) -> Any:
             await self._ensure_ready()
-            keys = [self._keys_key, self._count_key, self._sentences_key, *self.bucket_keys(fp)]
+            keys = [
+                self._keys_key,
+                self._count_key,
+                self._sentences_key,
+                self._header_key,
+                *self.bucket_keys(fp),
+            ]
             args[3] = "1" if retried else "0"
+            try:
+                return await self._check_and_add(keys, args)
+            except redis_sync.ResponseError as exc:
+                if "NO_HEADER" not in str(exc):
+                    raise
+            self._emptied()
+            await self._ensure_ready()
             return await self._check_and_add(keys, args)
 
         reply = await self._retrying("check_and_add", attempt)
