@@ -184,6 +184,7 @@ def test_a_url_with_a_lone_surrogate_costs_nothing(backend: str, tmp_path: Path)
             "ITEM_PIPELINES": '{"nearDupe.pipeline.NearDupePipeline": 100}',
             "NEARDUPE_TEXT_FIELD": "text",
             "NEARDUPE_INDEX": str(tmp_path / "index"),
+            "CONCURRENT_ITEMS": 1,  # the articles before their copies
         }
         if backend == "redis":
             require_redis()

@@ -8,6 +8,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -29,13 +30,6 @@ pytestmark = pytest.mark.redis
 def server(tmp_path: Path) -> Iterator[RedisServer]:
     """A fresh redis-server (AOF, fsync always) in tmp_path, stopped afterwards."""
     with RedisServer(tmp_path / "redis") as s:
-        yield s
-
-
-@pytest.fixture
-def fast_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A fresh redis-server that fsyncs its AOF once a second (for load)."""
-    with RedisServer(tmp_path / "redis", extra=("--appendfsync", "everysec")) as s:
         yield s
 
 
@@ -281,11 +275,15 @@ def test_unreachable_at_open_checks_header_on_first_use(tmp_path: Path) -> None:
 # -- many processes at once --------------------------------------------------------------------
 
 
-def _crawler(url: str, worker: int, clusters: list[list[int]], tasks: int) -> list[tuple]:
+def _crawler(
+    url: str, worker: int, clusters: list[list[int]], tasks: int, cluster: bool = False
+) -> list[tuple]:
     """One crawler process: ``tasks`` concurrent clients submit every copy of every article."""
 
     async def main() -> list[tuple]:
-        store = RedisStore.from_url(url, IndexHeader(), name="race", max_connections=tasks)
+        store = RedisStore.from_url(
+            url, IndexHeader(), name="race", max_connections=tasks, cluster=cluster
+        )
         jobs = [(c, v) for c, variants in enumerate(clusters) for v in range(len(variants))]
         random.Random(worker).shuffle(jobs)
         results: list[tuple] = []
@@ -303,8 +301,20 @@ def _crawler(url: str, worker: int, clusters: list[list[int]], tasks: int) -> li
     return asyncio.run(main())
 
 
-def test_processes_racing_keep_exactly_one_copy_per_article(fast_server: RedisServer) -> None:
-    server = fast_server
+@pytest.mark.parametrize("topology", ["node", "cluster"])
+def test_processes_racing_keep_exactly_one_copy_per_article(topology: str, tmp_path: Path) -> None:
+    """3 processes x 16 clients submit every copy of 150 articles at once: exactly one copy
+    of each is kept, every other names it, on one node and on a 3-node Redis Cluster."""
+    with ExitStack() as stack:
+        if topology == "node":
+            server = RedisServer(tmp_path / "redis", extra=("--appendfsync", "everysec"))
+            url = stack.enter_context(server).url
+        else:
+            url = stack.enter_context(RedisCluster(tmp_path / "cluster")).url
+        _race(url, cluster=topology == "cluster")
+
+
+def _race(url: str, cluster: bool) -> None:
     rng = random.Random(2024)
     bases: list[int] = []
     while len(bases) < 150:
@@ -320,7 +330,7 @@ def test_processes_racing_keep_exactly_one_copy_per_article(fast_server: RedisSe
 
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(3) as pool:
-        per_process = pool.starmap(_crawler, [(server.url, w, clusters, 16) for w in range(3)])
+        per_process = pool.starmap(_crawler, [(url, w, clusters, 16, cluster) for w in range(3)])
     results = [r for rs in per_process for r in rs]
     assert len(results) == 3 * 8 * len(clusters)
     kept: dict[int, list[str]] = {c: [] for c in range(len(clusters))}
@@ -334,7 +344,7 @@ def test_processes_racing_keep_exactly_one_copy_per_article(fast_server: RedisSe
         assert match is None or match == kept[c][0]
 
     async def count() -> int:
-        store = RedisStore.from_url(server.url, IndexHeader(), name="race")
+        store = RedisStore.from_url(url, IndexHeader(), name="race", cluster=cluster)
         n = await store.count()
         await store.close()
         return n
