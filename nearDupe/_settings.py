@@ -134,6 +134,12 @@ class Config:
             self.design, self.k, self.features, self.confirm_k, self.sentence_share
         )
 
+    def store_options(self) -> dict[str, Any]:
+        """The options ``open_store`` takes for this index (the crawl's and the commands')."""
+        if self.is_redis:
+            return {"name": self.index_name, "cluster": self.redis_cluster}
+        return {"commit_interval": self.commit_interval}
+
     @property
     def public_index(self) -> str:
         """The index location as logs, reports and commands show it (no credentials)."""

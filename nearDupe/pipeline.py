@@ -67,7 +67,9 @@ class NearDupePipeline:
     async def open_spider(self) -> None:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
         try:
-            self.store = open_store(self.config.index, self.config.header, **self._store_options())
+            self.store = open_store(
+                self.config.index, self.config.header, **self.config.store_options()
+            )
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
             raise CloseSpider(INDEX_UNUSABLE) from exc
@@ -100,11 +102,6 @@ class NearDupePipeline:
         )
         if self._backlog:  # pages kept by an earlier crawl go in before this crawl's copies
             await self._replay_backlog()
-
-    def _store_options(self) -> dict[str, Any]:
-        if self.config.is_redis:
-            return {"name": self.config.index_name, "cluster": self.config.redis_cluster}
-        return {"commit_interval": self.config.commit_interval}
 
     async def close_spider(self) -> None:
         """Replay what the index missed, close it and the report, log one summary line."""

@@ -50,7 +50,10 @@ _HIDDEN_STYLE = re.compile(
     re.I,
 )
 _SPACE = re.compile(r"[^\S\n]+")
-_PARSER = lxml.html.HTMLParser(encoding="utf-8")
+#: huge_tree: libxml2 otherwise drops text nested deeper than 256 elements (it keeps up to
+#: 2,048 levels then); the other limits it lifts are covered by NEARDUPE_MAX_HTML_CHARS and
+#: the analysis time limit.
+_PARSER = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
 
 #: Readability's text is trusted unless it found no article candidate or its text is both
 #: shorter than _SHORT characters and than _MIN_SHARE of the fallback text.

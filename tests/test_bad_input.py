@@ -80,8 +80,11 @@ def _bad_site() -> tuple[dict[str, Page], dict[str, tuple[str, str | None]]]:
     add("/big.html", big.encode(), ("kept", None))
     add("/malformed.html", malformed.encode(), ("kept", None))
     add("/no-blocks.html", no_blocks.encode(), ("kept", None))
-    # Deeper than libxml2's 256 levels: the text is lost to the parser, the item is kept.
+    # Deeper than libxml2's 2,048 levels (with huge_tree): the text is lost to the parser,
+    # the item is kept; 400 levels deep (past libxml2's default 256) the text is read.
     add("/deep.html", deep.encode(), ("skipped", "no-text"))
+    nested = "<html><body>" + "<div>" * 400 + _html(budget) + "</div>" * 400 + "</body></html>"
+    add("/nested.html", nested.encode(), ("kept", None))
     # Three Chinese stories, each served once correctly and once with a wrong or no charset:
     # the mislabelled copy must be read right, so it is dropped as a copy of the right one.
     add("/zh/a.html", _html(zh_a).encode(), ("kept", None))

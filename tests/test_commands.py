@@ -265,6 +265,24 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def test_report_links_only_web_urls(tmp_path: Path) -> None:
+    """URLs from an imported feed are untrusted: a javascript: one is shown, never linked."""
+    text = " ".join(f"word{i} common shared words here" for i in range(80))
+    feed = tmp_path / "feed.jsonl"
+    rows = [("javascript:alert(document.domain)", text), ("https://example.com/a", text)]
+    feed.write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in rows))
+    index = tmp_path / "index"
+    decided = tmp_path / "decisions.jsonl"
+    assert neardupe(tmp_path, "import", str(feed), "-o", str(decided), index=index).returncode == 0
+    html_path = tmp_path / "report.html"
+    report = neardupe(
+        tmp_path, "report", "-o", str(html_path), "--report", str(decided), index=index
+    )
+    assert report.returncode == 0, report.stderr
+    html = html_path.read_text(encoding="utf-8")
+    assert "javascript:alert(document.domain)" in html and "href='javascript" not in html
+
+
 def test_html_report(crawl: tuple[Path, CrawlResult]) -> None:
     tmp, result = crawl
     html_path = tmp / "report.html"

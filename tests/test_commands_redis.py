@@ -54,3 +54,22 @@ def test_commands_read_a_redis_index(crawl: tuple[Path, CrawlResult], tmp_path: 
         report = neardupe(tmp, "report", "-o", str(html), index=redis.url)
         assert report.returncode == 0, report.stderr
         assert redis.url in html.read_text()
+
+
+def test_import_into_a_redis_cluster(tmp_path: Path) -> None:
+    """import honours NEARDUPE_REDIS_CLUSTER: an index whose slot is on another node than
+    the one in the URL (it failed with a MOVED error)."""
+    from redis.crc import key_slot
+
+    from tests.redis_server import RedisCluster
+
+    name = next(f"news{i}" for i in range(100) if key_slot(f"{{news{i}}}".encode()) > 12000)
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text(json.dumps({"url": "https://example.com/a", "text": "word " * 300}) + "\n")
+    with RedisCluster(tmp_path / "cluster") as cluster:
+        settings = ["-s", "NEARDUPE_REDIS_CLUSTER=True", "-s", f"NEARDUPE_INDEX_NAME={name}"]
+        imported = neardupe(tmp_path, "import", str(feed), "--json", *settings, index=cluster.url)
+        assert imported.returncode == 0, imported.stderr
+        assert json.loads(imported.stdout)["kept"] == 1
+        stats = neardupe(tmp_path, "stats", "--json", *settings, index=cluster.url)
+        assert json.loads(stats.stdout)["pages"] == 1

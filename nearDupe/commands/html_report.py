@@ -166,6 +166,8 @@ def _charts(
 
 
 def _link(url: str) -> str:
+    if not url.lower().startswith(("http://", "https://")):
+        return escape(url)  # a javascript: or data: URL from a feed is text, never a link
     href = escape(url, quote=True)
     return f"<a href='{href}' target='_blank' rel='noopener'>{escape(url)}</a>"
 

@@ -23,6 +23,8 @@ from nearDupe.store import Store, open_store
 
 #: Feeds shorter than this are fingerprinted in-process (starting workers costs seconds).
 POOL_FROM = 200
+#: Seconds between commits of an embedded index during an import.
+_BULK_COMMIT_INTERVAL = 5.0
 
 Item = tuple[int, str | None, str | None]
 
@@ -149,12 +151,11 @@ async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Ana
 
 
 def open_writable(config: Config) -> Store:
-    """The configured store, opened for writing (the crawl's own options)."""
-    options: dict[str, Any] = (
-        {"name": config.index_name}
-        if config.is_redis
-        else {"commit_interval": max(config.commit_interval, 5.0)}
-    )
+    """The configured store, opened for writing (the crawl's own options; an embedded index
+    commits at most every 5 s, as a bulk load is redone from its feed after a crash)."""
+    options = config.store_options()
+    if not config.is_redis:
+        options["commit_interval"] = max(config.commit_interval, _BULK_COMMIT_INTERVAL)
     return open_store(config.index, config.header, **options)
 
 

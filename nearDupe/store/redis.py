@@ -797,14 +797,6 @@ class RedisStore:
             for key, signature in entries(value)
         ]
 
-    async def clear(self) -> int:
-        """Delete every key of this index (header included); the number of keys deleted."""
-        deleted = 0
-        async for key in self.client.scan_iter(match=f"{self._tag}:*", count=1000):
-            deleted += await self.client.unlink(key)
-        self._ready = False
-        return deleted
-
     # -- failures --------------------------------------------------------------------------
 
     async def _retrying(self, what: str, call: Callable[[bool], Awaitable[T]]) -> T:
