@@ -230,7 +230,13 @@ class NearDupePipeline:
         if match is None:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
-        return Decision.drop(url, fp, match)
+        decision = Decision.drop(url, fp, match)
+        try:
+            await self.store.log_drop(decision.to_drop())
+        except Exception as exc:  # the drop log explains; it never decides
+            self.stats.inc_value("neardupe/drop_log_errors")
+            logger.debug("nearDupe: drop of %s not logged in the index: %s", url, exc)
+        return decision
 
     def _keep_unchecked(self, record: Page) -> Decision:
         self._backlog.append(record)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from nearDupe.simhash import to_hex
 from nearDupe.store.base import Match
+from nearDupe.store.droplog import Drop
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +33,13 @@ class Decision:
         matched by its sentences)."""
         reason = None if match.shared is None else "shared-sentences"
         return cls(url, "dropped", fingerprint, match.key, match.distance, reason)
+
+    def to_drop(self) -> Drop:
+        """A drop as the index remembers it (see nearDupe.store.droplog), dated now."""
+        assert self.fingerprint is not None and self.duplicate_of is not None, "a drop"
+        return Drop(
+            self.url, self.fingerprint, self.duplicate_of, self.distance, self.reason, time.time()
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The report line: the fingerprint as 16 hex digits."""

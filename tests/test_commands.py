@@ -123,8 +123,24 @@ def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult]) -> None:
         assert cluster["max_distance"] >= max(drops, default=0)
     assert sum(c["size"] - len(c["kept"]) for c in clusters) == len(dropped)
 
-    # Without the report only kept pages are known, and none is within k of another.
-    assert neardupe(tmp, "clusters").stdout == ""
+    # Without the report the index's own drop log gives the same clusters, on stdout.
+    from_index = [json.loads(line) for line in neardupe(tmp, "clusters").stdout.splitlines()]
+    assert from_index == clusters
+
+
+def test_inspect_commands_work_on_an_index_crawled_without_a_report(tmp_path: Path) -> None:
+    """The demo as the README runs it (no NEARDUPE_REPORT): the index remembers its drops,
+    so clusters, report and stats show them."""
+    result = run_crawl(tmp_path, ["crawl", "demo"], {"NEARDUPE_REPORT": ""})
+    assert result.returncode == 0 and result.report == [], result.log[-2000:]
+    dropped = result.stats["neardupe/dropped"]
+    clusters = [json.loads(line) for line in neardupe(tmp_path, "clusters").stdout.splitlines()]
+    assert sum(c["size"] - len(c["kept"]) for c in clusters) == dropped > 0
+    stats = json.loads(neardupe(tmp_path, "stats", "--json").stdout)
+    assert stats["report"]["dropped"] == dropped
+    html = tmp_path / "report.html"
+    assert neardupe(tmp_path, "report", "-o", str(html)).returncode == 0
+    assert "drops kept in the index" in html.read_text() and "Biggest clusters" in html.read_text()
 
 
 def test_check_url_finds_the_original_of_a_dropped_page(

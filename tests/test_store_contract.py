@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from nearDupe.errors import IndexSettingsMismatch
-from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Match, Store
+from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Match, Store, droplog
+from nearDupe.store.droplog import Drop
 
 try:
     from redis_server import RedisServer, require_redis
@@ -49,6 +50,16 @@ class Backend:
         assert isinstance(store, RedisStore)
         value = await store.client.hget(f"{{{self.name}}}:sentences", sentence.to_bytes(8, "big"))
         return len(sentence_entries(value or b""))
+
+    async def drops(self, store: Store) -> list[Drop]:
+        """The drops the store remembers, oldest first (as the inspect commands read them)."""
+        if isinstance(store, EmbeddedStore):
+            store.index.commit()
+            return droplog.read(store.index._db)
+        from nearDupe.store.redis import RedisStore
+
+        assert isinstance(store, RedisStore)
+        return await store.drops()
 
 
 @pytest.fixture(scope="module")
@@ -325,5 +336,27 @@ def test_short_pages_match_by_shared_sentences(backend: Backend) -> None:
         ((template_hash, _),) = sentences(template)
         assert await backend.holders(reopened, template_hash) == 16
         await reopened.close()
+
+    run(body)
+
+
+def test_drops_are_remembered_up_to_the_limit(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(droplog, "DROP_LOG_LIMIT", 3)
+    logged = [
+        Drop(f"http://a/{i}\udc80", 2**64 - 1 - i, "http://o/", i % 3, None, i) for i in range(5)
+    ]
+
+    async def body() -> None:
+        store = backend.open()
+        for drop in logged:
+            await store.log_drop(drop)
+        remembered = await backend.drops(store)
+        assert [d.url for d in remembered] == [f"http://a/{i}%ED%B2%80" for i in (2, 3, 4)]
+        assert [(d.fingerprint, d.distance) for d in remembered] == [
+            (d.fingerprint, d.distance) for d in logged[2:]
+        ]
+        await store.close()
 
     run(body)

@@ -17,6 +17,9 @@ from nearDupe._settings import Config
 from nearDupe.errors import NearDupeError
 from nearDupe.report import ReportWriter, read_report
 
+#: How the commands name the drops an index remembers (when no report is given).
+_INDEX_DROPS = "drops kept in the index"
+
 SUBCOMMANDS = {
     "stats": "size, design, settings, memory and distance histograms of the index",
     "check": "fingerprint a URL or HTML file and list its near-duplicates in the index",
@@ -134,7 +137,7 @@ class NearDupeCommand(ScrapyCommand):
 
         view = self._view(config)
         radius = opts.radius if opts.radius is not None else self._k(view, opts) + 3
-        stats = index_stats(view, radius, self._decisions(config, opts))
+        stats = index_stats(view, radius, self._decisions(config, opts, view))
         print(json.dumps(stats, indent=2) if opts.json else format_stats(stats))
 
     def _check(self, config: Config, opts: argparse.Namespace, target: str) -> None:
@@ -152,7 +155,7 @@ class NearDupeCommand(ScrapyCommand):
         from nearDupe.commands.clusters import find_clusters, pages_of
 
         view = self._view(config)
-        pages = pages_of(view, self._decisions(config, opts))
+        pages = pages_of(view, self._decisions(config, opts, view))
         clusters = find_clusters(
             pages, self._k(view, opts), max(1, opts.min_size), view.header.confirm_k
         )
@@ -171,8 +174,8 @@ class NearDupeCommand(ScrapyCommand):
         from nearDupe.commands.html_report import build_report
 
         view = self._view(config)
-        decisions = self._decisions(config, opts)
-        source = opts.report or (config.report if decisions is not None else None)
+        decisions = self._decisions(config, opts, view)
+        source = self._decisions_source(config, opts, view)
         html = build_report(view, decisions, k=self._k(view, opts), top=opts.top, source=source)
         output = Path(opts.output or "report.html")
         output.write_text(html, encoding="utf-8")
@@ -242,11 +245,24 @@ class NearDupeCommand(ScrapyCommand):
         return view.k if opts.k is None else opts.k
 
     @staticmethod
-    def _decisions(config: Config, opts: argparse.Namespace) -> list[dict[str, Any]] | None:
+    def _decisions_source(config: Config, opts: argparse.Namespace, view: Any) -> str | None:
+        """The decisions report to read, or "drops kept in the index", or None."""
         path = opts.report or config.report
-        if path is None or (not opts.report and not Path(path).is_file()):
+        if path is not None and (opts.report or Path(path).is_file()):
+            return str(path)
+        return _INDEX_DROPS if view.drops else None
+
+    def _decisions(
+        self, config: Config, opts: argparse.Namespace, view: Any
+    ) -> list[dict[str, Any]] | None:
+        """A decisions report's lines (--report or NEARDUPE_REPORT), else what the index
+        remembers (its pages kept and its last drops), else None."""
+        source = self._decisions_source(config, opts, view)
+        if source == _INDEX_DROPS:
+            return view.decisions()
+        if source is None:
             return None
         try:
-            return read_report(path)
+            return read_report(source)
         except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read decisions report {path}: {exc}") from None
+            raise UsageError(f"cannot read decisions report {source}: {exc}") from None

@@ -7,7 +7,7 @@ import json
 import sqlite3
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scrapy.exceptions import UsageError
@@ -17,8 +17,10 @@ from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
 from nearDupe.shorttext import Sentences
-from nearDupe.simhash import hamming
+from nearDupe.simhash import hamming, to_hex
+from nearDupe.store import droplog
 from nearDupe.store.base import IndexHeader, SharedSentences, confirmed, shared_sentences
+from nearDupe.store.droplog import Drop
 from nearDupe.store.embedded import committed_holders, to_unsigned
 
 if TYPE_CHECKING:
@@ -59,8 +61,11 @@ class IndexView:
         pages: list[tuple[int, str, float | None, int | None]],
         path: Path | None = None,
         config: Config | None = None,
+        drops: list[Drop] | None = None,
     ) -> None:
         self.source = source
+        #: The drops the index remembers (see nearDupe.store.droplog), oldest first.
+        self.drops = drops or []
         self.path = path
         self.config = config
         self.header = header
@@ -95,6 +100,7 @@ class IndexView:
         try:
             row = db.execute("SELECT value FROM meta WHERE name = 'header'").fetchone()
             rows = db.execute("SELECT fp, key, added, sig FROM pages ORDER BY id").fetchall()
+            drops = droplog.read(db)
         except sqlite3.Error as exc:
             raise UsageError(
                 f"index {db_path} is unreadable or was made by another nearDupe version: {exc}"
@@ -110,22 +116,32 @@ class IndexView:
             (to_unsigned(fp), key, added, None if sig is None else to_unsigned(sig))
             for fp, key, added, sig in rows
         ]
-        return cls(str(path), header, pages, path)
+        return cls(str(path), header, pages, path, drops=drops)
 
     @classmethod
     def from_redis(cls, config: Config) -> IndexView:
         """A Redis index (its header must match the settings), read with HSCAN."""
 
-        async def read() -> list[tuple[int, str, int | None]]:
+        async def read() -> tuple[list[tuple[int, str, int | None]], list[Drop]]:
             store = _redis_store(config)
             try:
-                return await store.pages()
+                return await store.pages(), await store.drops()
             finally:
                 await store.close()
 
-        pages = [(fp, key, None, sig) for fp, key, sig in sorted(asyncio.run(read()))]
+        stored, drops = asyncio.run(read())
+        pages = [(fp, key, None, sig) for fp, key, sig in sorted(stored)]
         source = f"{config.public_index} ({config.index_name})"
-        return cls(source, config.header, pages, config=config)
+        return cls(source, config.header, pages, config=config, drops=drops)
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """What a decisions report would say of the index's pages: each stored page kept,
+        each remembered drop dropped (for indexes crawled without NEARDUPE_REPORT)."""
+        kept = [
+            {"url": key, "decision": "kept", "fingerprint": to_hex(fp)}
+            for fp, key in zip(self.fps.tolist(), self.keys, strict=True)
+        ]
+        return kept + [drop.to_decision() for drop in self.drops]
 
     def __len__(self) -> int:
         return len(self.keys)

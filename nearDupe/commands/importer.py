@@ -147,7 +147,9 @@ async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Ana
         return Decision(url, "kept", analysis.fingerprint)
     if match.key == url:
         return Decision(url, "skipped", analysis.fingerprint, reason="already-indexed")
-    return Decision.drop(url, analysis.fingerprint, match)
+    decision = Decision.drop(url, analysis.fingerprint, match)
+    await store.log_drop(decision.to_drop())
+    return decision
 
 
 def open_writable(config: Config) -> Store:

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import IndexHeader, Match
+from nearDupe.store.droplog import Drop
 
 if TYPE_CHECKING:
     from nearDupe.store.embedded import EmbeddedIndex
@@ -40,6 +41,9 @@ class Store(Protocol):
     ) -> list[Match]:
         """Stored pages within distance k (confirmed by ``signature`` if given), nearest first,
         then the short pages that share enough of ``sentences``."""
+
+    async def log_drop(self, drop: Drop) -> None:
+        """Remember a drop for the inspect commands (the last DROP_LOG_LIMIT are kept)."""
 
     async def count(self) -> int:
         """How many pages are stored."""
@@ -92,6 +96,10 @@ class EmbeddedStore:
     ) -> list[Match]:
         """See :class:`Store`."""
         return await self._run(self.index.query, fp, k, signature, sentences)
+
+    async def log_drop(self, drop: Drop) -> None:
+        """See :class:`Store`."""
+        await self._run(self.index.log_drop, drop)
 
     async def count(self) -> int:
         """See :class:`Store`."""

@@ -22,6 +22,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -32,6 +33,7 @@ from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
 from nearDupe.index import BlockIndex
 from nearDupe.shorttext import Sentences, letters
+from nearDupe.store import droplog
 from nearDupe.store.base import (
     SENTENCE_HOLDERS,
     IndexHeader,
@@ -100,6 +102,7 @@ class EmbeddedIndex:
         #: signed sentence -> (signed sentence, signed fp, letters, key) of its uncommitted
         #: holders, oldest first (the rows the next commit inserts).
         self._unsaved_by_sentence: dict[int, list[tuple[int, int, int, str]]] = {}
+        self._unsaved_drops: list[droplog.Drop] = []
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -143,6 +146,7 @@ class EmbeddedIndex:
                     key TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
                 """
+                + droplog.SCHEMA
             )
             db.execute("PRAGMA quick_check").fetchone()
         except sqlite3.Error as exc:
@@ -217,6 +221,11 @@ class EmbeddedIndex:
             return None
 
     # -- the index -------------------------------------------------------------------------
+
+    def log_drop(self, drop: droplog.Drop) -> None:
+        """Remember a drop (durable at the next commit; the last DROP_LOG_LIMIT are kept)."""
+        self._unsaved_drops.append(replace(drop, url=storable_key(drop.url)))
+        self._commit_if_due()
 
     def __len__(self) -> int:
         return len(self.index)
@@ -356,6 +365,7 @@ class EmbeddedIndex:
                 "INSERT INTO sentences (sentence, fp, letters, key) VALUES (?, ?, ?, ?)",
                 (row for rows in self._unsaved_by_sentence.values() for row in rows),
             )
+            droplog.insert(self._db, self._unsaved_drops)
             self._db.commit()
         except sqlite3.Error:
             with contextlib.suppress(sqlite3.Error):
@@ -364,6 +374,7 @@ class EmbeddedIndex:
         self._unsaved.clear()
         self._unsaved_by_fp.clear()
         self._unsaved_by_sentence.clear()
+        self._unsaved_drops.clear()
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:

@@ -84,7 +84,7 @@ from nearDupe.errors import (
     StoreUnavailable,
 )
 from nearDupe.shorttext import Sentences, letters
-from nearDupe.store import public_location
+from nearDupe.store import droplog, public_location
 from nearDupe.store.base import (
     FORMAT_VERSION,
     NO_CONFIRMATION,
@@ -431,6 +431,7 @@ class RedisStore:
         self._tag = "{" + name + "}"
         self._keys_key = f"{self._tag}:keys"
         self._sentences_key = f"{self._tag}:sentences"
+        self._drops_key = f"{self._tag}:drops"
         self.sentence_share = header.sentence_share
         self._count_key = f"{self._tag}:count"
         self._header_key = f"{self._tag}:header"
@@ -713,6 +714,24 @@ class RedisStore:
             for (h, _), value in zip(sentences, values, strict=True)
             for key, fp, n in sentence_entries(value or b"")
         ]
+
+    async def log_drop(self, drop: droplog.Drop) -> None:
+        """Remember a drop in a list capped at DROP_LOG_LIMIT (newest first)."""
+        value = replace(drop, url=storable_key(drop.url)).to_json()
+
+        async def attempt(_retried: bool) -> Any:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.lpush(self._drops_key, value)
+                pipe.ltrim(self._drops_key, 0, droplog.DROP_LOG_LIMIT - 1)
+                return await pipe.execute()
+
+        await self._retrying("log_drop", attempt)
+
+    async def drops(self) -> list[droplog.Drop]:
+        """Every remembered drop, oldest first."""
+        await self._retrying("drops", lambda _r: self._ensure_ready())
+        values = await self.client.lrange(self._drops_key, 0, -1)
+        return [droplog.Drop.from_json(v) for v in reversed(values)]
 
     async def count(self) -> int:
         """How many pages are stored."""
