@@ -27,6 +27,35 @@ def _looping_call(func: Any) -> Any:
     return create_looping_call(func)
 
 
+def counts_line(stats: dict[str, Any], rate: float | None = None, final: bool = False) -> str:
+    """``nearDupe: 120 items seen (60/min), 80 kept, 30 dropped, 10 skipped (tiny-text 10);
+    index holds 80 pages``: the progress line, and at the end (``final``) the summary."""
+    seen = stats.get("neardupe/seen", 0)
+    skipped = {
+        name.rsplit("/", 1)[1]: n
+        for name, n in sorted(stats.items())
+        if name.startswith("neardupe/skipped/")
+    }
+    line = f"nearDupe: {plural(seen, 'item')} seen"
+    if rate is not None:
+        line += f" ({rate:,.0f}/min)"
+    line += (
+        f", {stats.get('neardupe/kept', 0):,} kept, {stats.get('neardupe/dropped', 0):,} "
+        f"dropped{' as near-duplicates' if final else ''}, {sum(skipped.values()):,} skipped"
+    )
+    if skipped:
+        line += " (" + ", ".join(f"{reason} {n:,}" for reason, n in skipped.items()) + ")"
+    size = stats.get("neardupe/index_size")
+    if size is not None:
+        line += f"; index holds {plural(size, 'page')}"
+    return line
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 page``, ``2 pages``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 class NearDupeLogStats:
     """Logs e.g. ``nearDupe: 120 items seen (60/min), 80 kept, 30 dropped, 10 skipped``."""
 
@@ -64,22 +93,7 @@ class NearDupeLogStats:
         seen = stats.get("neardupe/seen", 0)
         rate = (seen - self._seen_before) * 60.0 / self.interval
         self._seen_before = seen
-        skipped = {
-            name.rsplit("/", 1)[1]: n
-            for name, n in sorted(stats.items())
-            if name.startswith("neardupe/skipped/")
-        }
-        line = (
-            f"nearDupe: {seen:,} items seen ({rate:,.0f}/min), "
-            f"{stats.get('neardupe/kept', 0):,} kept, "
-            f"{stats.get('neardupe/dropped', 0):,} dropped, {sum(skipped.values()):,} skipped"
-        )
-        if skipped:
-            line += " (" + ", ".join(f"{reason} {n:,}" for reason, n in skipped.items()) + ")"
-        size = stats.get("neardupe/index_size")
-        if size is not None:
-            line += f"; index holds {size:,} pages"
-        return line
+        return counts_line(stats, rate)
 
     def log(self) -> None:
         """Log one line."""

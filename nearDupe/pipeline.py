@@ -22,6 +22,7 @@ from nearDupe.analysis import Analysis, analyze_text
 from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
+from nearDupe.logstats import counts_line, plural
 from nearDupe.report import Decision, ReportWriter
 from nearDupe.store import Store, open_store
 from nearDupe.workers import AnalysisTimeout, within
@@ -94,11 +95,11 @@ class NearDupePipeline:
             return
         self.stats.set_value("neardupe/index_size", size)
         logger.info(
-            "nearDupe: index %s (%s, k=%d) holds %d pages",
+            "nearDupe: index %s (%s, k=%d) holds %s",
             self.config.public_index,
             self.config.design,
             self.config.k,
-            size,
+            plural(size, "page"),
         )
         if self._backlog:  # pages kept by an earlier crawl go in before this crawl's copies
             await self._replay_backlog()
@@ -120,19 +121,7 @@ class NearDupePipeline:
         if self._frozen:
             gcfreeze.unfreeze()
             self._frozen = False
-        get = self.stats.get_value
-        logger.info(
-            "nearDupe: %d items seen, %d kept, %d dropped as near-duplicates, %d skipped %s",
-            get("neardupe/seen", 0),
-            get("neardupe/kept", 0),
-            get("neardupe/dropped", 0),
-            sum(v for k, v in self.stats.get_stats().items() if k.startswith("neardupe/skipped/")),
-            {
-                k.rsplit("/", 1)[1]: v
-                for k, v in self.stats.get_stats().items()
-                if k.startswith("neardupe/skipped/")
-            },
-        )
+        logger.info("%s", counts_line(self.stats.get_stats(), final=True))
 
     async def process_item(self, item: Any) -> Any:
         """Return the item, or raise NearDuplicate naming the page it duplicates."""

@@ -39,11 +39,18 @@ _SENTENCE_SEED = 0x6E64_7365_6E74_656E
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n|(?<=\.)\s")
 
 
+#: A sentence ends with one of these (then perhaps closing quotes or brackets). A line
+#: without (a headline, a menu item, a caption) is not one: two listing pages sharing
+#: headlines are not copies.
+_FINAL = re.compile(r"[.。！？!?；;…][\"'”’»)）」』]*\s*$")
+
+
 def sentences(text: str) -> Sentences:
-    """The distinct normalized sentences of ``text`` of at least SENTENCE_MIN_LETTERS letters."""
+    """The distinct normalized sentences of ``text`` (ending as sentences end) of at least
+    SENTENCE_MIN_LETTERS letters."""
     found: dict[int, int] = {}
     for part in _SENTENCE_END.split(text):
-        norm = normalize(part) if part else ""
+        norm = normalize(part) if part and _FINAL.search(part) else ""
         if len(norm) >= SENTENCE_MIN_LETTERS:
             found[xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
                 norm
