@@ -4,6 +4,7 @@ and the worker pool, reached through the crawler (no attributes set on it)."""
 from __future__ import annotations
 
 import itertools
+import logging
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -16,6 +17,8 @@ from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 
 class ItemLinks:
@@ -80,6 +83,12 @@ class CrawlState:
     @cached_property
     def pool(self) -> WorkerPool:
         """The one pool of analysis workers, stopped with the engine."""
+        if self.config.workers > 0:
+            logger.info(
+                "nearDupe: starting %d analysis worker processes (each loads jieba's "
+                "dictionary and the IDF tables, about a second, while the crawl starts)",
+                self.config.workers,
+            )
         pool = WorkerPool(self.config.workers, self.config.features)
         self.crawler.signals.connect(pool.close, signal=signals.engine_stopped, weak=False)
         return pool

@@ -67,6 +67,7 @@ class NearDupePipeline:
 
     async def open_spider(self) -> None:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
+        logger.info("nearDupe: opening index %s", self.config.public_index)
         try:
             self.store = open_store(
                 self.config.index, self.config.header, **self.config.store_options()
