@@ -15,12 +15,13 @@ from nearDupe.features import FeatureSettings
 from nearDupe.store import is_redis_url, public_location
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
-#: Default k of the embedded index, from the figures (README "How well it works").
+#: Default k of the embedded index, from the figures (docs/quality.md).
 EMBEDDED_K = 10
-#: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8 (README "Redis").
+#: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8
+#: (docs/design.md, "The Redis backend").
 REDIS_K = 6
 #: Default bound on fingerprint distance plus signature distance with the embedded index's k
-#: (README "How well it works").
+#: (docs/quality.md).
 EMBEDDED_CONFIRM_K = 22
 #: Default bound on fingerprint plus signature distance with a Redis index (at its smaller k).
 REDIS_CONFIRM_K = 20
@@ -31,7 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
-    "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (README "How well")
+    "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (docs/quality.md)
     "NEARDUPE_CONFIRM_K": None,  # None: EMBEDDED_CONFIRM_K, or REDIS_CONFIRM_K with Redis
     "NEARDUPE_SENTENCE_SHARE": SENTENCE_SHARE,
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)

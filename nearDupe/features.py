@@ -11,7 +11,7 @@ import gzip
 import math
 import re
 import unicodedata
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -118,11 +118,11 @@ def line_features(
     """:func:`extract_features` of text already split by :func:`tokenize_lines`."""
     settings = settings or FeatureSettings()
     counts: Counter[str] = Counter()
-    shares: Counter[str] = Counter()
+    shares: defaultdict[str, float] = defaultdict(float)
     idfs: dict[str, float] = {}  # feature -> its IDF (a shingle: the mean of its words')
     n = settings.shingle
     for line in lines:
-        share = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
+        share: float = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
         tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
         word_idfs = [_idf(t) for t in tokens]
         if settings.kind == "shingles" and len(tokens) >= n:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ class IndexView:
         self,
         source: str,
         header: IndexHeader,
-        pages: list[tuple[int, str, float | None, int | None]],
+        pages: Sequence[tuple[int, str, float | None, int | None]],
         path: Path | None = None,
         config: Config | None = None,
         drops: list[Drop] | None = None,

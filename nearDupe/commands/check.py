@@ -76,7 +76,7 @@ def check_page(
     if analysis.fingerprint is None:
         return {**result, "verdict": "skipped", "reason": analysis.skip_reason, "matches": []}
     keys = view.keys_by_fp()
-    matches = [
+    matches: list[dict[str, Any]] = [
         {
             "distance": d,
             "url": key,

@@ -33,7 +33,7 @@ FORMAT_VERSION = 2
 #: A confirmation distance of this much accepts every candidate (64 bits of fingerprint and
 #: 64 of signature).
 NO_CONFIRMATION = 128
-#: Default share of sentence letters two pages must have in common (README "How well").
+#: Default share of sentence letters two pages must have in common (docs/quality.md).
 SENTENCE_SHARE = 0.3
 #: The sentences two pages share must also make up this much of one of them: a copy holds
 #: most of the page it copies, while two different short articles that share template text

@@ -56,7 +56,8 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import redis as redis_sync
@@ -404,6 +405,11 @@ def entries(value: bytes) -> list[tuple[str, int | None]]:
     return out
 
 
+async def _call(script: Any, keys: list[Any], args: list[Any], _retried: bool) -> Any:
+    """A registered script called with keys and args (retried as one unit by _retrying)."""
+    return await script(keys, args)
+
+
 class RedisStore:
     """:class:`~nearDupe.store.Store` in a Redis shared by every crawler process (see module)."""
 
@@ -531,7 +537,7 @@ class RedisStore:
         finally:
             if client is not None:
                 client.close()
-        self._apply_handshake(reply)
+        self._apply_handshake(cast(Sequence[Any], reply))
 
     def _denied(self, exc: BaseException) -> IndexAccessDenied:
         return IndexAccessDenied(
@@ -792,7 +798,7 @@ class RedisStore:
             stop = start + chunk
             await self._retrying(
                 "add_many",
-                lambda _r, a=start, b=stop: self._append(bucket_keys[a:b], bucket_data[a:b]),
+                partial(_call, self._append, bucket_keys[start:stop], bucket_data[start:stop]),
             )
         raw = records.tobytes()
         fp_bytes = [raw[i : i + 8] for i in range(0, len(raw), 8)]
@@ -802,10 +808,8 @@ class RedisStore:
                 fp_bytes[start:stop], keys[start:stop], signatures[start:stop], strict=True
             )
             args = [x for fp, key, sig in pages for x in (fp, entry(signature_record(sig), key))]
-            await self._retrying(
-                "add_many",
-                lambda _r, args=args: self._add_keys([self._keys_key, self._count_key], args),
-            )
+            keys_and_count = [self._keys_key, self._count_key]
+            await self._retrying("add_many", partial(_call, self._add_keys, keys_and_count, args))
 
     async def pages(self) -> list[tuple[int, str, int | None]]:
         """Every stored (fingerprint, key, signature), in no particular order (HSCAN)."""
