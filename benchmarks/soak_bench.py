@@ -113,7 +113,7 @@ async def soak(pages: int, every: int, directory: Path) -> None:
     for n, (fp, signature, is_dup) in enumerate(fingerprints(pages, 0.3), 1):
         url = f"https://site{n % 97}.example/page/{n}"
         item = {"url": url, "title": "t"}
-        links.attach(item, url, Analysis("", fp, "en", signature=signature))
+        links.attach(item, url, Analysis(fp, signature=signature))
         try:
             await pipeline.process_item(item)
             kept += 1

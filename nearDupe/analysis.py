@@ -26,11 +26,11 @@ META_KEY = "neardupe"
 
 @dataclass(frozen=True)
 class Analysis:
-    """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted."""
+    """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted.
 
-    text: str
+    It is all the crawl needs of a page (the text stays in the worker that extracted it)."""
+
     fingerprint: int | None
-    language: str
     skip_reason: str | None = None
     #: Confirmation signature: a match within k must also agree on it (see simhash.py).
     signature: int | None = None
@@ -39,11 +39,6 @@ class Analysis:
     #: The crawl's serial number of the response (or text) analysed, 0 if none: the items of
     #: one response share one decision, while a second response of the same page is checked.
     page: int = 0
-
-    @property
-    def text_length(self) -> int:
-        """Characters of main text."""
-        return len(self.text)
 
 
 def language_of(text: str) -> str:
@@ -65,22 +60,21 @@ def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analy
     enable JavaScript" shell) are not judged at all.
     """
     text = text.strip()
-    language = language_of(text)
     if not text:
-        return Analysis(text, None, language, "no-text")
+        return Analysis(None, "no-text")
     size = len(normalize(text))
     if size < TINY_TEXT:
-        return Analysis(text, None, language, "tiny-text")
+        return Analysis(None, "tiny-text")
     kept = sentences(text) if size < max(SENTENCE_PAGE_LETTERS, min_length) else ()
     if size < min_length:
         exact = exact_fingerprint(text)
-        return Analysis(text, exact, language, signature=exact, sentences=kept)
+        return Analysis(exact, signature=exact, sentences=kept)
     fingerprints = fingerprint_and_signature(text, features)
     if fingerprints is None:
         # Only punctuation, symbols or digits: every such page would hash to 0 and match.
-        return Analysis(text, None, language, "no-words")
+        return Analysis(None, "no-words")
     fp, signature = fingerprints
-    return Analysis(text, fp, language, signature=signature, sentences=kept)
+    return Analysis(fp, signature=signature, sentences=kept)
 
 
 def analyze_html(

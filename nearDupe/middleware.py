@@ -24,7 +24,7 @@ _NOTABLE = frozenset({"binary", "bad-encoding", "analysis-error", "too-slow"})
 
 def skipped(reason: str) -> Analysis:
     """An Analysis that records why a response was not fingerprinted."""
-    return Analysis("", None, "unknown", reason)
+    return Analysis(None, reason)
 
 
 class NearDupeDownloaderMiddleware:

@@ -154,7 +154,7 @@ class NearDupePipeline:
     ) -> Analysis | None:
         text = adapter.get(self.config.text_field) if adapter is not None else None
         if not isinstance(text, str):
-            return page if page is not None else Analysis("", None, "unknown", "no-text-field")
+            return page if page is not None else Analysis(None, "no-text-field")
         if len(text) > self.config.max_html_chars:
             self.stats.inc_value("neardupe/items/truncated")
             text = text[: self.config.max_html_chars]
@@ -168,10 +168,10 @@ class NearDupePipeline:
                 self.config.features,
             )
         except AnalysisTimeout:
-            return Analysis("", None, "unknown", "too-slow")
+            return Analysis(None, "too-slow")
         except Exception:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
-            return Analysis("", None, "unknown", "analysis-error")
+            return Analysis(None, "analysis-error")
         # Items of one response share its decision; an item from no response is a page itself.
         serial = page.page if page is not None else next(self._state.page_serials)
         return replace(analysis, page=serial)

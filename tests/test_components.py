@@ -85,7 +85,7 @@ class Article:
 
 def test_item_links_follow_the_item_object_not_equal_ones() -> None:
     links = ItemLinks()
-    analysis = Analysis("text", 5, "en")
+    analysis = Analysis(5)
     item, twin = {"url": "u"}, {"url": "u"}
     links.attach(item, "http://a/", analysis)
     assert links.pop(twin) is None, "an equal dict is another item"

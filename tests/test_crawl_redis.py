@@ -143,7 +143,7 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         for url, fp, signature in items:
             item = {"url": url}
             kept = brief if url.endswith("/1") else ()
-            analysis = Analysis("", fp, "en", signature=signature, sentences=kept)
+            analysis = Analysis(fp, signature=signature, sentences=kept)
             pipeline.links.attach(item, url, analysis)
             try:
                 await pipeline.process_item(item)

@@ -147,8 +147,8 @@ class NearDupeCommand(ScrapyCommand):
         radius = opts.radius if opts.radius is not None else max(view.design.k, view.k)
         assert self.settings is not None
         response = load_page(target, self.settings.get("USER_AGENT") or "nearDupe")
-        analysis = analyze_page(response, config, view, opts.text)
-        result = check_page(target, response, analysis, view, radius)
+        text, analysis = analyze_page(response, config, view, opts.text)
+        result = check_page(target, response, text, analysis, view, radius)
         print(json.dumps(result, indent=2) if opts.json else format_check(result))
 
     def _clusters(self, config: Config, opts: argparse.Namespace) -> None:

@@ -12,10 +12,11 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
 
 from nearDupe._settings import Config
-from nearDupe.analysis import Analysis, analyze_html, analyze_text, detect_encoding
+from nearDupe.analysis import Analysis, analyze_text, detect_encoding, language_of
 from nearDupe.commands._index import IndexView
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import to_hex
+from nearDupe.text import extract_main_text
 
 
 def load_page(target: str, user_agent: str, timeout: float = 30.0) -> Response:
@@ -43,31 +44,39 @@ def load_page(target: str, user_agent: str, timeout: float = 30.0) -> Response:
     return responsetypes.from_args(url=url, filename=str(path), body=body)(url, body=body)
 
 
-def analyze_page(response: Response, config: Config, view: IndexView, text: bool) -> Analysis:
-    """The page's Analysis, made with the index's own feature settings, or the crawl's skip."""
+def analyze_page(
+    response: Response, config: Config, view: IndexView, text: bool
+) -> tuple[str, Analysis]:
+    """The page's main text and Analysis (with the index's own feature settings), or the
+    crawl's skip."""
     if text:
         plain = response.body.decode("utf-8", "replace")
-        return analyze_text(plain, config.min_text_length, view.features)
+        return plain, analyze_text(plain, config.min_text_length, view.features)
     reason = skip_reason(response)
     if reason is not None:
-        return Analysis("", None, "unknown", reason)
+        return "", Analysis(None, reason)
     assert isinstance(response, HtmlResponse)
     decoded = decode(response) or redecode(response, detect_encoding(response.body))
     if decoded.skip_reason:
-        return Analysis("", None, "unknown", decoded.skip_reason)
-    html = decoded.html[: config.max_html_chars]
-    return analyze_html(html, config.min_text_length, config.max_html_chars, view.features)
+        return "", Analysis(None, decoded.skip_reason)
+    main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
+    return main, analyze_text(main, config.min_text_length, view.features)
 
 
 def check_page(
-    target: str, response: Response, analysis: Analysis, view: IndexView, radius: int
+    target: str,
+    response: Response,
+    text: str,
+    analysis: Analysis,
+    view: IndexView,
+    radius: int,
 ) -> dict[str, Any]:
     """The verdict on one page and every stored page within radius of it."""
     result: dict[str, Any] = {
         "page": target,
         "url": response.url,
-        "text_length": analysis.text_length,
-        "language": analysis.language,
+        "text_length": len(text.strip()),
+        "language": language_of(text),
         "k": view.k,
         "confirm_k": view.header.confirm_k,
         "sentence_share": view.header.sentence_share,

@@ -68,7 +68,7 @@ def count_items(path: Path) -> int | None:
 def _analyze(item: Item, min_length: int, features: FeatureSettings) -> tuple[Item, Analysis]:
     _, _, text = item
     if text is None:
-        return item, Analysis("", None, "unknown", "no-text-field")
+        return item, Analysis(None, "no-text-field")
     return item, analyze_text(text, min_length, features)
 
 
