@@ -45,7 +45,8 @@ class Backend:
         """How many pages the store records under one sentence."""
         if isinstance(store, EmbeddedStore):
             return len(store.index._holders(((sentence, 1),)))
-        from nearDupe.store.redis import RedisStore, sentence_entries
+        from nearDupe.store.redis import RedisStore
+        from nearDupe.store.redis_records import sentence_entries
 
         assert isinstance(store, RedisStore)
         value = await store.client.hget(f"{{{self.name}}}:sentences", sentence.to_bytes(8, "big"))
