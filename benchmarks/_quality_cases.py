@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import csv
 import gzip
+import hashlib
 import json
 import random
 import re
@@ -12,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import lxml.etree
 import lxml.html
@@ -71,6 +73,9 @@ class Template:
     lang: str
     html: str
     truth: str
+    #: The site the page comes from (aeb: its URL's host; zh-extract pages carry no URL and
+    #: come from many sites: each is taken as a site of its own).
+    site: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,12 +148,13 @@ def load_templates(root: Path) -> list[Template]:
     for page_id, item in sorted(truth.items()):
         body = gzip.decompress((root / "aeb" / "html" / f"{page_id}.html.gz").read_bytes())
         html = decode(body, item["url"])
-        templates.append(Template(f"aeb:{page_id}", "en", html, item["articleBody"]))
+        site = urlsplit(item["url"]).hostname or page_id
+        templates.append(Template(f"aeb:{page_id}", "en", html, item["articleBody"], site))
     zh = root / "zh-extract"
     for path in sorted((zh / "original").glob("*.html")):
         text = (zh / "cleaned" / f"{path.stem}.txt").read_text(encoding="utf-8-sig")
         html = decode(path.read_bytes(), f"http://zh-extract.invalid/{path.name}")
-        templates.append(Template(f"zhx:{path.stem}", "zh", html, text))
+        templates.append(Template(f"zhx:{path.stem}", "zh", html, text, path.stem))
     return templates
 
 
@@ -373,12 +379,28 @@ def _holds_one_article(t: Template, root: lxml.html.HtmlElement, path: tuple[int
     return probe_share >= 0.6 and own_share <= 0.2
 
 
-def build_cases(root: Path | None = None, *, quick: bool = False, seed: int = 20240611) -> CaseSet:
-    """Syndicated copies (positives) and different articles in one template (negatives)."""
+def site_half(site: str, seed: int) -> str:
+    """'tune' or 'held-out': a seeded split of sites in two halves (every page of a site on
+    the same side, so no template is tuned on and scored on)."""
+    digest = hashlib.sha256(f"{seed}:{site}".encode()).digest()
+    return "held-out" if digest[0] & 1 else "tune"
+
+
+def build_cases(
+    root: Path | None = None,
+    *,
+    quick: bool = False,
+    seed: int = 20240611,
+    half: tuple[str, int] | None = None,
+) -> CaseSet:
+    """Syndicated copies (positives) and different articles in one template (negatives);
+    ``half=("held-out", s)`` uses only the templates of that half of the sites (split s)."""
     rng = random.Random(seed)
     root = root or data_dir()
     articles = load_articles(root)
     prepared = list(_prepare(load_templates(root)))
+    if half is not None:
+        prepared = [p for p in prepared if site_half(p[0].site, half[1]) == half[0]]
     by_lang: dict[str, list[tuple[Template, lxml.html.HtmlElement, tuple[int, ...]]]] = (
         defaultdict(list)
     )

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import lxml.html
 from readability import Document
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import data_dir, decode
+from _quality_cases import site_half
 
 from nearDupe.text import extract_main_text
 
@@ -40,16 +42,25 @@ _TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+")
 _UTF8 = lxml.html.HTMLParser(encoding="utf-8")
 
 
-def load_extraction_cases(root: Path | None = None) -> list[Case]:
-    """All (lang, id, decoded html, ground-truth text) cases, English first."""
+def load_extraction_cases(
+    root: Path | None = None, half: tuple[str, int] | None = None
+) -> list[Case]:
+    """All (lang, id, decoded html, ground-truth text) cases, English first; with ``half``
+    ("held-out" or "tune", split seed), only the pages of that half of the sites (aeb: by
+    URL host; zh-extract pages carry no URL: each is a site of its own)."""
     root = root or data_dir()
     cases: list[Case] = []
     truth = json.loads((root / "aeb" / "ground-truth.json").read_text(encoding="utf-8"))
     for page_id, item in sorted(truth.items()):
+        site = urlsplit(item["url"]).hostname or page_id
+        if half is not None and site_half(site, half[1]) != half[0]:
+            continue
         body = gzip.decompress((root / "aeb" / "html" / f"{page_id}.html.gz").read_bytes())
         cases.append(("en", page_id, decode(body, item["url"]), item["articleBody"]))
     zh = root / "zh-extract"
     for path in sorted((zh / "original").glob("*.html")):
+        if half is not None and site_half(path.stem, half[1]) != half[0]:
+            continue
         text = (zh / "cleaned" / f"{path.stem}.txt").read_text(encoding="utf-8-sig")
         html = decode(path.read_bytes(), f"http://zh-extract.invalid/{path.name}")
         cases.append(("zh", path.stem, html, text))
@@ -160,9 +171,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worst", type=int, default=0, help="list our N worst pages per set")
     parser.add_argument("--only", help="evaluate only extractors whose name contains this")
+    parser.add_argument(
+        "--half", choices=["held-out", "tune"], help="only this half of the sites (see --seed)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="the split of the sites (--half)")
     args = parser.parse_args()
-    cases = load_extraction_cases()
-    print(f"{len(cases)} pages from {data_dir()}")
+    cases = load_extraction_cases(half=(args.half, args.seed) if args.half else None)
+    print(f"{len(cases)} pages from {data_dir()}" + (f", {args.half} half of the sites "
+          f"(split {args.seed})" if args.half else ""))  # fmt: skip
     header = f"{'extractor':<28} {'EN P':>6} {'EN R':>6} {'EN F1':>6}  "
     header += f"{'ZH P':>6} {'ZH R':>6} {'ZH F1':>6}  {'median ms':>9} {'mean ms':>8}"
     print(header)
