@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import codecs
-import re
 from dataclasses import dataclass
 
 from scrapy.http import HtmlResponse, Response
 
-#: C0 controls other than \t \n \f \r: text never has them, binary files are full of them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")
+from nearDupe.textlines import CONTROL
+
 #: Characters of a page's start inspected for binary content.
 _SNIFF_CHARS = 8192
 #: A page's start with more controls than this (and than 1 %) is binary served as HTML.
@@ -45,7 +44,7 @@ def decode(response: HtmlResponse) -> Decoded | None:
     its declared charset (then :func:`redecode` with the detected encoding decides)."""
     text, body = response.text, response.body
     head = text[:_SNIFF_CHARS]
-    if len(_CONTROL.findall(head)) > max(_MAX_CONTROLS, len(head) // 100):
+    if len(CONTROL.findall(head)) > max(_MAX_CONTROLS, len(head) // 100):
         return Decoded(skip_reason="binary")
     declared = codecs.lookup(response.encoding).name
     if not declared.startswith("utf") and not body.isascii():

@@ -11,6 +11,20 @@ import lxml.html
 from readability import Document
 from readability.readability import REGEXES
 
+from nearDupe.textlines import (
+    BOX_MAX_CHARS,
+    CONTROL,
+    SPACE,
+    THREAD_STAMPS,
+    TIME_RE,
+    cut_comment_thread,
+    dense_length,
+    is_cjk,
+    is_comment_thread,
+    is_furniture_box,
+    trim_edges,
+)
+
 #: Pages longer than this many characters are truncated before parsing.
 DEFAULT_MAX_CHARS = 2_000_000
 
@@ -42,14 +56,12 @@ _CHROME_CLASS = re.compile(
 # Readability scores a paragraph by its commas; Chinese and Japanese text uses these instead.
 _COMMAS = re.compile(r"[,，、]")
 # C0 controls that lxml refuses in text; \t \n \r are kept.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _INVISIBLE_TAGS = ("script", "style", "link", "meta", "template")
 # The same test as readability's own, which _Readability._parse replaces.
 _HIDDEN_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)",
     re.I,
 )
-_SPACE = re.compile(r"[^\S\n]+")
 #: huge_tree: libxml2 otherwise drops text nested deeper than 256 elements (it keeps up to
 #: 2,048 levels then); the other limits it lifts are covered by NEARDUPE_MAX_HTML_CHARS and
 #: the analysis time limit.
@@ -77,85 +89,17 @@ _RETRY_LENGTH = 100
 _RIVAL_SHARE = 0.5
 _RIVAL_MIN_CHARS = 100
 _RIVAL_MAX_LINKS = 0.25
-#: Share of Han/kana characters above which a text is Chinese or Japanese.
-_CJK_SHARE = 0.3
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-#: Readability's commas and class bonuses can also rank page furniture above a short article:
-#: a site footer (contact lines and legal notices, full of commas) or an "article-subhead"
-#: byline and date box. A top candidate of at most _BOX_MAX_CHARS characters that is a date
-#: or byline among nothing but furniture lines, or a legal line among at least
-#: _BOX_LEGAL_SHARE furniture, is passed over (at most _BOX_SKIPS times), and so is a comment
-#: thread with no article before it (see _THREAD_STAMPS): a short article in a block of its
-#: own loses to its replies, and every article of the site would extract to the same thread.
-_BOX_MAX_CHARS = 1000
-_BOX_LEGAL_SHARE = 0.5
 _BOX_SKIPS = 3
 
-#: Template furniture around the article that readability keeps (see _trim_edges): lines at
-#: either edge of the extracted text that are mostly link text (up to _FURNITURE_LINK_CHARS),
-#: metadata (up to _FURNITURE_META_CHARS), legal notices (up to _FURNITURE_LEGAL_CHARS) or a
-#: few words without a sentence; at most _MAX_TRIM of the text goes.
-_MAX_TRIM = 0.6
 #: Elements inside the article named like furniture, holding at most this share of its text,
 #: are dropped.
 _FURNITURE_BLOCK_SHARE = 0.3
-#: Title-like lines (no sentence end; at most this many CJK characters or words) trimmed with
-#: the furniture line that follows them at an edge, at most _TITLE_RUN of them.
-_TITLE_CJK_CHARS = 40
-_TITLE_WORDS = 15
-_TITLE_RUN = 3
 _FURNITURE_CLASS = re.compile(
     r"byline|dateline|author|timestamp|publish|comment|share|social|related|breadcrumb|"
     r"(?:^|[\s_-])tags?(?:$|[\s_-])|tag-?list|newsletter|subscribe|recommend|copyright|"
     r"disclaimer|(?:^|[\s_-])meta(?:$|[\s_-])",
     re.I,
 )
-_FURNITURE_LINKS = 0.5
-_FURNITURE_LINK_CHARS = 200
-_FURNITURE_META_CHARS = 100
-_FURNITURE_LEGAL_CHARS = 200
-_META_LINE = re.compile(
-    r"^(?:by|posted|published|updated|last updated|written by|reporting by|editing by|"
-    r"photo|photos|image|source|tags?|topics?|filed under|share|share this|related|"
-    r"read more|see also|advertisement|follow us|subscribe)\b"
-    r"|^(?:作者|来源|發佈時間|发布时间|发表时间|发布日期|时间|日期|编辑|责任编辑|责编|摄影|图片|"
-    r"标签|关键词|关键字|分享到?|相关阅读|相关新闻|相关链接|阅读|浏览|点击|评论|上一篇|下一篇|"
-    r"字号|打印|关闭)\s*[:：\d]"
-    r"|\b(?:newsletter|sign up|subscribe|like this article|join our|click here)\b",
-    re.I,
-)
-_LEGAL_LINE = re.compile(
-    r"copyright|©|all rights reserved|版权|侵权|著作权|ICP|备案|许可证|举报|免责声明|"
-    r"未经.{0,6}(?:许可|授权)|不得转载",
-    re.I,
-)
-_DAY = (
-    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}\s*日?"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
-    r"(?:st|nd|rd|th)?,?\s+\d{4}"
-    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
-    r"[a-z]*\.?,?\s+\d{4}"
-)
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?"
-_DATE = re.compile(rf"{_DAY}|{_TIME}|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.I)
-#: A comment thread: at least _THREAD_STAMPS posts, each a stamp line (a day and a time of
-#: day, no sentence, at most _FURNITURE_META_CHARS characters) with a sentence before the next
-#: stamp, after at least _THREAD_MIN_PROSE characters of sentences. Readability's chosen
-#: element can hold the article and the comments or replies under it (table layouts name
-#: neither): they are cut from the first stamp (and the up to _TITLE_RUN short lines above it
-#: that end no sentence, the commenter's name or a "comments" heading) on. A day without a
-#: time (a timeline, a dated list) is not a stamp, and times without sentences between them
-#: (a programme) are no posts.
-_THREAD_STAMPS = 3
-_THREAD_MIN_PROSE = 50
-_DAY_RE = re.compile(_DAY, re.I)
-_TIME_RE = re.compile(_TIME, re.I)
-_DATE_WORDS = re.compile(
-    r"\b(?:updated|published|posted|last|on|at|est|edt|pst|pdt|gmt|utc|et|pt)\b", re.I
-)
-_WORD = re.compile(r"[^\W\d_]+")
-_LETTER = re.compile(r"[^\W\d_]")
-_SENTENCE_END = re.compile(r"[.!?。！？…]")
 
 
 def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
@@ -199,7 +143,7 @@ class _Readability(Document):
         best = super().select_best_candidate(candidates)
         self.found_candidate = best is not None
         self._rivals = []
-        if best is not None and _is_cjk(_SPACE.sub("", best["elem"].text_content() or "")):
+        if best is not None and is_cjk(SPACE.sub("", best["elem"].text_content() or "")):
             self._rivals = self._rival_blocks(candidates, best)
         return best
 
@@ -268,7 +212,7 @@ class _Readability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = _block_lines(self.html, _NON_TEXT_TAGS | {"h1"}, _NON_TEXT_CLASS)
-        return "\n".join(line for line, _ in _trim_edges(_cut_comment_thread(lines)))
+        return "\n".join(line for line, _ in trim_edges(cut_comment_thread(lines)))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.
@@ -278,7 +222,7 @@ class _Readability(Document):
             if parent is None:
                 continue
             grand_parent = parent.getparent()
-            inner_text = _SPACE.sub(" ", elem.text_content() or "").strip()
+            inner_text = SPACE.sub(" ", elem.text_content() or "").strip()
             if len(inner_text) < self.min_text_length:
                 continue
             score = 2 + len(_COMMAS.findall(inner_text)) + min(len(inner_text) / 100, 3)
@@ -300,7 +244,7 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         return None
     # Encoded to UTF-8 bytes because lxml rejects str with NULs, lone surrogates or an encoding
     # declaration.
-    data = _CONTROL.sub("", html).encode("utf-8", "replace")
+    data = CONTROL.sub("", html).encode("utf-8", "replace")
     try:
         root = lxml.html.document_fromstring(data, parser=_PARSER)
     except (lxml.etree.ParserError, ValueError):
@@ -365,13 +309,13 @@ def _block_lines(
         pieces = part.split("\n")
         for i, piece in enumerate(pieces):
             if i:
-                line = _SPACE.sub(" ", "".join(text)).strip()
+                line = SPACE.sub(" ", "".join(text)).strip()
                 if line:
-                    lines.append((line, min(linked / _dense_length(line), 1.0)))
+                    lines.append((line, min(linked / dense_length(line), 1.0)))
                 text, linked = [], 0
             text.append(piece)
             if in_link:
-                linked += _dense_length(piece)
+                linked += dense_length(piece)
     return lines
 
 
@@ -379,24 +323,10 @@ def _is_passed_over(elem: lxml.html.HtmlElement) -> bool:
     """Whether readability's top candidate is page furniture or a comment thread, not an
     article (its lines are only split when it is short or holds enough times of day)."""
     text = elem.text_content() or ""
-    if len(text) > _BOX_MAX_CHARS and len(_TIME_RE.findall(text)) < _THREAD_STAMPS:
+    if len(text) > BOX_MAX_CHARS and len(TIME_RE.findall(text)) < THREAD_STAMPS:
         return False
     lines = _block_lines(elem, _NON_TEXT_TAGS, _NON_TEXT_CLASS)
-    return _is_furniture_box(lines) or _is_comment_thread(lines)
-
-
-def _is_furniture_box(lines: list[tuple[str, float]]) -> bool:
-    """Whether a short block is page furniture, not an article: a date or byline among nothing
-    but furniture lines (a byline box), or a legal line among mostly furniture (a footer)."""
-    total = sum(len(line) for line, _ in lines)
-    if total > _BOX_MAX_CHARS:
-        return False
-    furniture = sum(len(line) for line, links in lines if _is_furniture(line, links))
-    texts = [line for line, _ in lines]
-    if furniture == total and any(_META_LINE.search(x) or _is_date_line(x) for x in texts):
-        return True
-    legal = any(_LEGAL_LINE.search(line) is not None for line in texts)
-    return legal and furniture >= _BOX_LEGAL_SHARE * total
+    return is_furniture_box(lines) or is_comment_thread(lines)
 
 
 def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
@@ -414,147 +344,6 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
     for elem in found:
         if elem.getparent() is not None and _text_length(elem) <= _FURNITURE_BLOCK_SHARE * total:
             elem.drop_tree()
-
-
-def _cut_comment_thread(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The lines before the comment thread that follows the article, if there is one."""
-    posts = _posts(lines)
-    for first in posts[: len(posts) - _THREAD_STAMPS + 1]:
-        start = _with_heading(lines, first)
-        if _prose(lines[:start]) >= _THREAD_MIN_PROSE:
-            return lines[:start]
-    return lines
-
-
-def _is_comment_thread(lines: list[tuple[str, float]]) -> bool:
-    """Whether a block's lines are a comment thread with no article before it."""
-    posts = _posts(lines)
-    return (
-        len(posts) >= _THREAD_STAMPS
-        and _prose(lines[: _with_heading(lines, posts[0])]) < _THREAD_MIN_PROSE
-    )
-
-
-def _posts(lines: list[tuple[str, float]]) -> list[int]:
-    """The lines that start a post: a stamp with a sentence before the next stamp (the times
-    of a programme have none)."""
-    stamps = [i for i, (line, _) in enumerate(lines) if _is_stamp(line)]
-    if len(stamps) < _THREAD_STAMPS:
-        return []
-    ends = [*stamps[1:], len(lines)]
-    return [
-        i
-        for i, end in zip(stamps, ends, strict=True)
-        if any(_SENTENCE_END.search(line) for line, _ in lines[i + 1 : end])
-    ]
-
-
-def _with_heading(lines: list[tuple[str, float]], stamp: int) -> int:
-    """Where a post starts: its stamp, or the name or heading lines just above it."""
-    start = stamp
-    while start > 0 and stamp - start < _TITLE_RUN and _is_heading(lines[start - 1][0]):
-        start -= 1
-    return start
-
-
-def _prose(lines: list[tuple[str, float]]) -> int:
-    """Characters of the lines that hold a sentence."""
-    return sum(len(line) for line, _ in lines if _SENTENCE_END.search(line))
-
-
-def _is_heading(line: str) -> bool:
-    """A short line that does not end a sentence: a name above a post, a "comments" label."""
-    return len(line) <= _FURNITURE_META_CHARS and _SENTENCE_END.search(line[-1]) is None
-
-
-def _is_stamp(line: str) -> bool:
-    """A post's date and time line ("引用 回复 (2) 2004-12-13 09:02:13"), no sentence."""
-    return (
-        len(line) <= _FURNITURE_META_CHARS
-        and _TIME_RE.search(line) is not None
-        and _DAY_RE.search(line) is not None
-        and _SENTENCE_END.search(_DATE.sub(" ", line)) is None
-    )
-
-
-def _trim_edges(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The lines without the page furniture that templates put before and after an article
-    (bylines, dates, share and tag lines, link lists and teasers, copyright lines, and a
-    block of title-like lines that ends in such furniture: another story's headline above its
-    date and share line): never more than _MAX_TRIM of the text, and never the last line."""
-    budget = _MAX_TRIM * sum(_cost(line) for line, _ in lines)
-    start, end = 0, len(lines)
-    while end - start > 1:
-        run = _furniture_run(lines, start, end, 1)
-        cost = sum(_cost(line) for line, _ in lines[start : start + run])
-        if not run or cost > budget:
-            break
-        budget -= cost
-        start += run
-    while end - start > 1:
-        run = _furniture_run(lines, end - 1, start - 1, -1)
-        cost = sum(_cost(line) for line, _ in lines[end - run : end])
-        if not run or cost > budget:
-            break
-        budget -= cost
-        end -= run
-    return lines[start:end]
-
-
-def _furniture_run(lines: list[tuple[str, float]], first: int, stop: int, step: int) -> int:
-    """How many lines from ``first`` (towards ``stop``) are furniture: the line itself, or up
-    to _TITLE_RUN title-like lines followed by a furniture line; leaving at least one line."""
-    for n, i in enumerate(range(first, stop, step)):
-        if n + 1 >= abs(stop - first) or n > _TITLE_RUN:
-            return 0
-        if _is_furniture(*lines[i]):
-            return n + 1
-        if not _is_title(lines[i][0]):
-            return 0
-    return 0
-
-
-def _is_title(line: str) -> bool:
-    """A headline, label or name: short, and no sentence in it."""
-    if _SENTENCE_END.search(line) is not None:
-        return False
-    return len(line) <= _TITLE_CJK_CHARS if _is_cjk(line) else len(line.split()) <= _TITLE_WORDS
-
-
-def _cost(line: str) -> int:
-    """What trimming a line takes from the budget: nothing for lines without a letter."""
-    return len(line) if _LETTER.search(line) is not None else 0
-
-
-def _is_furniture(line: str, link_share: float) -> bool:
-    """Whether a line at the edge of an article is a template's, not the article's."""
-    if link_share >= _FURNITURE_LINKS and len(line) <= _FURNITURE_LINK_CHARS:
-        return True
-    if _LETTER.search(line) is None:
-        return True  # page numbers, separators, bullets
-    if len(line) <= _FURNITURE_META_CHARS and (
-        _META_LINE.search(line) is not None or _is_date_line(line)
-    ):
-        return True
-    if len(line) <= _FURNITURE_LEGAL_CHARS and _LEGAL_LINE.search(line) is not None:
-        return True
-    # A name, a label, a calendar day: a few words and no sentence.
-    return _SENTENCE_END.search(line) is None and (
-        len(line) <= 6 if _is_cjk(line) else len(line) <= 25 and len(line.split()) <= 3
-    )
-
-
-def _is_date_line(line: str) -> bool:
-    rest = _DATE.sub(" ", line)
-    return rest != line and len(_WORD.findall(_DATE_WORDS.sub(" ", rest))) <= 3
-
-
-def _is_cjk(text: str) -> bool:
-    return len(_CJK_CHAR.findall(text)) >= _CJK_SHARE * max(len(text), 1)
-
-
-def _dense_length(text: str) -> int:
-    return max(len(_SPACE.sub("", text)), 1)
 
 
 def _text_length(elem: lxml.html.HtmlElement) -> int:
