@@ -10,7 +10,16 @@ import numpy as np
 from nearDupe import _kernels
 from nearDupe.designs import Design
 
+#: Matches a query's result buffer holds before it is regrown and the query run again (a
+#: fingerprint rarely has more than a few stored pages within k).
 _OUT_CAP = 64
+
+
+#: A run of n rows gets a directory of 2**(bit_length(n) - 3) slots: n/8 to n/4 entries, at
+#: most 8 B per fingerprint beside its 8 B key,
+_ROWS_PER_SLOT_BITS = 3
+#: and at most 2**24 slots (128 MiB per table), whatever the run's size.
+_MAX_DIRECTORY_BITS = 24
 
 
 @dataclass(frozen=True)
@@ -25,7 +34,14 @@ class Run:
     def build(cls, design: Design, keys: np.ndarray) -> Run:
         """Wrap sorted rows, adding a directory of about n/4 entries per table (<= 8 B/fp)."""
         n = keys.shape[1]
-        bits = max(0, min(min(t.prefix_bits for t in design.tables), n.bit_length() - 3, 24))
+        bits = max(
+            0,
+            min(
+                min(t.prefix_bits for t in design.tables),
+                n.bit_length() - _ROWS_PER_SLOT_BITS,
+                _MAX_DIRECTORY_BITS,
+            ),
+        )
         dirs = np.stack([_kernels.directory(row, bits) for row in keys])
         return cls(keys, dirs, bits)
 
