@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import CloseSpider
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: The finish reason of a crawl stopped at start because its index cannot be used.
 INDEX_UNUSABLE = "neardupe_index_unusable"
@@ -69,8 +74,13 @@ class NearDupePipeline:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
         logger.info("nearDupe: opening index %s", self.config.public_index)
         try:
-            self.store = open_store(
-                self.config.index, self.config.header, **self.config.store_options()
+            self.store = await _off_the_loop(
+                partial(
+                    open_store,
+                    self.config.index,
+                    self.config.header,
+                    **self.config.store_options(),
+                )
             )
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
@@ -314,6 +324,17 @@ class NearDupePipeline:
             self.stats.inc_value(f"neardupe/distance/{decision.distance}")
         if self.report is not None:
             self.report.write(decision)
+
+
+async def _off_the_loop(func: Callable[[], T]) -> T:
+    """func() in a thread when an asyncio loop runs (reading an index's tables, compiling the
+    search kernels on a first run, ~3 s, or Redis's handshake must not hold the reactor);
+    inline otherwise (another reactor)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return func()
+    return await loop.run_in_executor(None, func)
 
 
 async def _sleep(seconds: float) -> None:
