@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from scrapy.logformatter import LogFormatter
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
 from nearDupe.logformatter import NearDupeLogFormatter
@@ -20,16 +19,13 @@ COMPONENTS = {
 }
 
 
-#: Scrapy's own log formatter: replaced by nearDupe's unless the project chose another.
-_SCRAPY_LOG_FORMATTER = "scrapy.logformatter.LogFormatter"
-
-
 class Addon:
     """Enables nearDupe's middlewares, item pipeline, progress logging and drop log lines."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         """Add the components unless the user already placed them."""
-        if settings.get("LOG_FORMATTER") in (_SCRAPY_LOG_FORMATTER, LogFormatter):
+        chosen = settings.getpriority("LOG_FORMATTER")
+        if chosen is None or chosen <= SETTINGS_PRIORITIES["default"]:
             settings.set("LOG_FORMATTER", NearDupeLogFormatter, priority="addon")
         for component, (setting, priority) in COMPONENTS.items():
             # A class, not its path: Scrapy then spots the user's own entry in either form.

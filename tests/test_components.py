@@ -44,9 +44,10 @@ def test_addon_installs_its_log_formatter_unless_the_project_has_its_own() -> No
     settings.setmodule("scrapy.settings.default_settings", priority="default")
     Addon().update_settings(settings)
     assert settings["LOG_FORMATTER"] is NearDupeLogFormatter
-    own = Settings({"LOG_FORMATTER": "myproject.logs.Formatter"})
-    Addon().update_settings(own)
-    assert own["LOG_FORMATTER"] == "myproject.logs.Formatter"
+    for chosen in ("myproject.logs.Formatter", "scrapy.logformatter.LogFormatter"):
+        own = Settings({"LOG_FORMATTER": chosen})  # a project's settings.py
+        Addon().update_settings(own)
+        assert own["LOG_FORMATTER"] == chosen
 
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
