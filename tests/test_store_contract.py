@@ -361,3 +361,44 @@ def test_drops_are_remembered_up_to_the_limit(
         await store.close()
 
     run(body)
+
+
+def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
+    """Generated pages drawn from a small pool of sentences (so that they overlap in every
+    proportion): each backend's check-and-add decides as store.base.sentence_matches (the one
+    written rule; Redis repeats it in Lua) over the pages stored so far."""
+    from nearDupe.shorttext import letters
+    from nearDupe.store.base import SENTENCE_SHARE, sentence_matches
+
+    rng = random.Random(17)
+    pool = [(rng.getrandbits(64), rng.randrange(8, 120)) for _ in range(14)]
+
+    async def body() -> None:
+        store = backend.open()
+        stored: list[tuple[str, int, tuple[tuple[int, int], ...]]] = []
+        decided = matched = 0
+        for i in range(60):
+            page = tuple(sorted(rng.sample(pool, rng.randrange(1, 6))))
+            fp = rng.getrandbits(64)  # random: no fingerprint match within k=3
+            holders = [  # as the stores read them: by sentence, oldest page first
+                (h, key, other_fp, letters(other))
+                for h, _ in page
+                for key, other_fp, other in stored
+                if h in dict(other)
+            ]
+            expected = sentence_matches(page, holders, SENTENCE_SHARE)
+            got = await store.check_and_add(fp, f"p{i}", None, page)
+            if expected:
+                assert got is not None and (got.key, got.shared) == (
+                    expected[0].key,
+                    expected[0].shared,
+                ), (i, got, expected[:2])
+                matched += 1
+            else:
+                assert got is None, (i, got)
+                stored.append((f"p{i}", fp, page))
+            decided += 1
+        assert 10 <= matched <= decided - 10  # both outcomes were exercised
+        await store.close()
+
+    run(body)
