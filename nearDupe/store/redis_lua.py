@@ -7,7 +7,29 @@ confirmation bound, the shared-sentence copy rule) are written in Python in
 
 from __future__ import annotations
 
+import re
+
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_CONTAINED, SENTENCE_HOLDERS
+from nearDupe.store.redis_records import FP, HOLDER, LENGTH, LETTERS, RECORD
+
+#: Names the scripts use for Python's constants, written in as literals (whole words).
+_CONSTANTS = {
+    "NO_CONFIRMATION": str(NO_CONFIRMATION),
+    "SENTENCE_CONTAINED": repr(SENTENCE_CONTAINED),
+    "SENTENCE_HOLDERS": str(SENTENCE_HOLDERS),
+    "RECORD": str(RECORD),
+    "LENGTH": str(LENGTH),
+    "FP": str(FP),
+    "LETTERS": str(LETTERS),
+    "HOLDER": str(HOLDER),
+}
+_NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
+
+
+def _fill(script: str) -> str:
+    """A script with the constants' values in place of their names."""
+    return _NAMED.sub(lambda m: _CONSTANTS[m.group(1)], script)
+
 
 LUA_COMMON = """
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
@@ -47,12 +69,12 @@ end
 -- signature record confirms sig at distance d, or nil.
 local function confirmed_key(value, sig, d, ck)
   local i = 1
-  while i + 12 <= #value do
-    local n = uint32(value, i + 9)
-    if confirms(string.sub(value, i, i + 8), sig, d, ck) then
-      return string.sub(value, i + 13, i + 12 + n)
+  while i + RECORD + LENGTH - 1 <= #value do
+    local n = uint32(value, i + RECORD)
+    if confirms(string.sub(value, i, i + RECORD - 1), sig, d, ck) then
+      return string.sub(value, i + RECORD + LENGTH, i + RECORD + LENGTH - 1 + n)
     end
-    i = i + 13 + n
+    i = i + RECORD + LENGTH + n
   end
   return nil
 end
@@ -80,7 +102,7 @@ local function near(first, fp, k)
   end
   return out
 end
-""".replace("NO_CONFIRMATION", str(NO_CONFIRMATION))
+"""
 
 # KEYS: keys hash, counter, sentences hash, one bucket per table.
 # ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry,
@@ -114,16 +136,17 @@ end
 -- Short pages: the stored page whose common sentences are the largest share of both pages'
 -- sentence letters (see nearDupe.store.base.sentence_matches).
 local total, holders, common, count, their, order = 0, {}, {}, {}, {}, {}
-for i = 1, #sentences, 12 do
-  local h, n = string.sub(sentences, i, i + 7), uint32(sentences, i + 8)
+for i = 1, #sentences, FP + LETTERS do
+  local h, n = string.sub(sentences, i, i + FP - 1), uint32(sentences, i + FP)
   total = total + n
   local value = redis.call('HGET', KEYS[3], h) or ''
   local j, held = 1, 0
-  while j + 15 <= #value do
-    local len = uint32(value, j + 12)
-    local page = string.sub(value, j, j + 7) .. string.sub(value, j + 16, j + 15 + len)
+  while j + HOLDER - 1 <= #value do
+    local len = uint32(value, j + FP + LETTERS)
+    local holder_key = string.sub(value, j + HOLDER, j + HOLDER - 1 + len)
+    local page = string.sub(value, j, j + FP - 1) .. holder_key
     if not common[page] then
-      common[page], count[page], their[page] = 0, 0, uint32(value, j + 8)
+      common[page], count[page], their[page] = 0, 0, uint32(value, j + FP)
       order[#order + 1] = page
     end
     common[page], count[page] = common[page] + n, count[page] + 1
@@ -162,9 +185,7 @@ end
 redis.call('HSET', KEYS[1], fp, pages .. entry)
 redis.call('INCR', KEYS[2])
 return nil
-""".replace("SENTENCE_HOLDERS", str(SENTENCE_HOLDERS)).replace(
-        "SENTENCE_CONTAINED", repr(SENTENCE_CONTAINED)
-    )
+"""
 )
 
 # KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k, signature record, confirm_k.
@@ -218,3 +239,9 @@ for i = 1, #KEYS do
 end
 return #KEYS
 """
+
+LUA_CHECK_AND_ADD = _fill(LUA_CHECK_AND_ADD)
+LUA_QUERY = _fill(LUA_QUERY)
+LUA_HANDSHAKE = _fill(LUA_HANDSHAKE)
+LUA_ADD_KEYS = _fill(LUA_ADD_KEYS)
+LUA_APPEND = _fill(LUA_APPEND)

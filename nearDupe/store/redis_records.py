@@ -7,14 +7,22 @@ from __future__ import annotations
 
 from nearDupe.shorttext import Sentences, letters
 
+#: Bytes of a fingerprint or a sentence hash (big-endian).
+FP = 8
+#: Bytes of a letter count (big-endian).
+LETTERS = 4
+#: Bytes of a key's length before the key (big-endian).
+LENGTH = 4
 #: Bytes of a signature record: a flag (1: a signature follows) and 8 bytes big-endian.
-_RECORD = 9
+RECORD = 1 + FP
+#: Bytes of a sentence holder's head: fingerprint, the page's sentence letters, key length.
+HOLDER = FP + LETTERS + LENGTH
 
 
 def signature_record(signature: int | None) -> bytes:
     """A signature as stored before each key (all zero bytes: none)."""
     if signature is None:
-        return bytes(_RECORD)
+        return bytes(RECORD)
     return b"\x01" + signature.to_bytes(8, "big")
 
 
@@ -38,12 +46,12 @@ def sentence_entries(value: bytes) -> list[tuple[str, int, int]]:
     """(key, fingerprint, sentence letters) of every page stored under one sentence."""
     out = []
     i = 0
-    while i + 16 <= len(value):
-        n = int.from_bytes(value[i + 12 : i + 16], "big")
-        fp = int.from_bytes(value[i : i + 8], "big")
-        page_letters = int.from_bytes(value[i + 8 : i + 12], "big")
-        out.append((value[i + 16 : i + 16 + n].decode(), fp, page_letters))
-        i += 16 + n
+    while i + HOLDER <= len(value):
+        n = int.from_bytes(value[i + FP + LETTERS : i + HOLDER], "big")
+        fp = int.from_bytes(value[i : i + FP], "big")
+        page_letters = int.from_bytes(value[i + FP : i + FP + LETTERS], "big")
+        out.append((value[i + HOLDER : i + HOLDER + n].decode(), fp, page_letters))
+        i += HOLDER + n
     return out
 
 
@@ -55,10 +63,10 @@ def entries(value: bytes) -> list[tuple[str, int | None]]:
     """(key, signature) of every page in a stored value, oldest first."""
     out = []
     i = 0
-    while i + _RECORD + 4 <= len(value):
-        n = int.from_bytes(value[i + _RECORD : i + _RECORD + 4], "big")
-        start = i + _RECORD + 4
-        signature = int.from_bytes(value[i + 1 : i + _RECORD], "big") if value[i] == 1 else None
+    while i + RECORD + LENGTH <= len(value):
+        n = int.from_bytes(value[i + RECORD : i + RECORD + LENGTH], "big")
+        start = i + RECORD + LENGTH
+        signature = int.from_bytes(value[i + 1 : i + RECORD], "big") if value[i] == 1 else None
         out.append((value[start : start + n].decode(), signature))
         i = start + n
     return out
