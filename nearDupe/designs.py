@@ -128,7 +128,9 @@ class Design:
                 packed[t, 2 + 2 * n + s] = (1 << width) - 1
         return packed
 
-    def _moves(self, t: int) -> list[tuple[np.uint64, np.uint64, np.uint64]]:
+    def moves(self, t: int) -> list[tuple[np.uint64, np.uint64, np.uint64]]:
+        """Table t's permutation as (source shift, destination shift, mask) per segment: the
+        one reading of :attr:`packed` outside the compiled kernels."""
         p = self.packed[t]
         n = int(p[0])
         return [(p[2 + s], p[2 + n + s], p[2 + 2 * n + s]) for s in range(n)]
@@ -136,14 +138,14 @@ class Design:
     def permute(self, t: int, fps: np.ndarray) -> np.ndarray:
         """Table t's permutation of an array of fingerprints (vectorised)."""
         out = np.zeros_like(fps, dtype=np.uint64)
-        for src, dst, mask in self._moves(t):
+        for src, dst, mask in self.moves(t):
             out |= ((fps >> src) & mask) << dst
         return out
 
     def unpermute(self, t: int, keys: np.ndarray) -> np.ndarray:
         """Inverse of :meth:`permute`."""
         out = np.zeros_like(keys, dtype=np.uint64)
-        for src, dst, mask in self._moves(t):
+        for src, dst, mask in self.moves(t):
             out |= ((keys >> dst) & mask) << src
         return out
 

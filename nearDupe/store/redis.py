@@ -352,9 +352,7 @@ class RedisStore:
         self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
         self._tables = []
         for t, bits in enumerate(self.bucket_bits):
-            p = self.design.packed[t]
-            n = int(p[0])
-            moves = [(int(p[2 + s]), int(p[2 + 2 * n + s]), int(p[2 + n + s])) for s in range(n)]
+            moves = [tuple(map(int, move)) for move in self.design.moves(t)]
             self._tables.append((f"{self._tag}:{t}:", moves, BITS - bits))
 
     # -- keys ------------------------------------------------------------------------------
@@ -364,7 +362,7 @@ class RedisStore:
         out = []
         for prefix, moves, shift in self._tables:
             permuted = 0
-            for src, mask, dst in moves:
+            for src, dst, mask in moves:
                 permuted |= ((fp >> src) & mask) << dst
             out.append(f"{prefix}{permuted >> shift:x}")
         return out
