@@ -11,13 +11,23 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.project import data_path
+from twisted.internet.task import deferLater
 
+from nearDupe.errors import StoreUnavailable
 from nearDupe.shorttext import Sentences
 from nearDupe.store import public_location
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from nearDupe.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +101,77 @@ class Backlog:
         self._in_file, self._memory = len(pages), deque()
         return True
 
+    async def replay(self, store: Store, stats: StatsCollector, patience: float = 0.0) -> None:
+        """Record the waiting pages in the index, oldest first; retry for ``patience`` s. A
+        page the index rejects for another reason than being away is set aside, never
+        retried ahead of the others."""
+        deadline = time.monotonic() + patience
+        delay = 0.25
+        while (record := self.first()) is not None:
+            try:
+                match = await store.check_and_add(*record)
+            except StoreUnavailable:
+                if time.monotonic() + delay > deadline:
+                    return
+                await _sleep(delay)
+                delay = min(2 * delay, 2.0)
+                continue
+            except Exception as exc:
+                self.pop()
+                stats.inc_value("neardupe/backlog/set_aside")
+                logger.error(
+                    "nearDupe: the index rejects the kept page %r (%s); set aside", record[1], exc
+                )
+                continue
+            self.pop()
+            if match is not None:
+                stats.inc_value("neardupe/kept_while_index_down_duplicates")
+                logger.warning(
+                    "nearDupe: %s, kept while the index was down, is a near-duplicate of %s",
+                    record[1],
+                    match.key,
+                )
+
+    def save_for_next_crawl(self, public_index: str) -> None:
+        """Keep what could not be recorded for the next crawl on this index (at close)."""
+        if not self:
+            return
+        if not self.save():
+            logger.error(
+                "nearDupe: %d fingerprints of kept pages could not be saved; their copies may "
+                "be kept by later crawls",
+                len(self),
+            )
+            return
+        logger.warning(
+            "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
+            "and recorded when a crawl next reaches this index",
+            public_index,
+            len(self),
+            self.path,
+        )
+
+    def load_earlier(self, index_name: str) -> None:
+        """Take in the pages an earlier crawl on this index left (at open), and report a
+        pending file of an older version that cannot tell its index."""
+        name = re.sub(r"[^\w.-]+", "_", index_name)
+        unkeyed = Path(data_path(f"neardupe-pending-{name}.jsonl"))
+        if unkeyed.exists():  # written before pending files were named for their index
+            logger.warning(
+                "nearDupe: %s was left by an earlier version for an index named %r, on "
+                "whichever index that crawl used; rename it to %s to record its pages in this "
+                "index",
+                unkeyed,
+                index_name,
+                self.path,
+            )
+        if self.load():
+            logger.info(
+                "nearDupe: %d fingerprints from an earlier crawl on this index wait to be "
+                "recorded",
+                len(self),
+            )
+
     def _refill(self) -> None:
         pages = self._read_file()
         self._memory.extend(pages[: self.limit])
@@ -138,3 +219,9 @@ def _parse(line: str) -> Page | None:
         )
     except (ValueError, TypeError):
         return None
+
+
+async def _sleep(seconds: float) -> None:
+    from twisted.internet import reactor  # the one Scrapy installed, imported late on purpose
+
+    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.project import data_path
 from twisted.internet.defer import Deferred
-from twisted.internet.task import deferLater
 
 from nearDupe import gcfreeze
 from nearDupe.analysis import Analysis, analyze_text
@@ -85,7 +81,7 @@ class NearDupePipeline:
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
             raise CloseSpider(INDEX_UNUSABLE) from exc
-        self._load_backlog()
+        self._backlog.load_earlier(self.config.index_name)
         if self.config.report:
             self.report = ReportWriter(self.config.report)
         if self.config.gc_freeze:
@@ -113,13 +109,13 @@ class NearDupePipeline:
             plural(size, "page"),
         )
         if self._backlog:  # pages kept by an earlier crawl go in before this crawl's copies
-            await self._replay_backlog()
+            await self._backlog.replay(self.store, self.stats)
 
     async def close_spider(self) -> None:
         """Replay what the index missed, close it and the report, log one summary line."""
         if self.store is not None:
-            await self._replay_backlog(patience=_CLOSE_PATIENCE)
-            self._save_backlog()
+            await self._backlog.replay(self.store, self.stats, patience=_CLOSE_PATIENCE)
+            self._backlog.save_for_next_crawl(self.config.public_index)
             try:
                 self.stats.set_value("neardupe/index_size", await self.store.count())
                 await self.store.close()
@@ -226,7 +222,7 @@ class NearDupePipeline:
             self._down_until = time.monotonic() + _RETRY_AFTER
             return self._keep_unchecked(record)
         if self._backlog:
-            await self._replay_backlog()
+            await self._backlog.replay(self.store, self.stats)
         if match is None:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
@@ -242,76 +238,6 @@ class NearDupePipeline:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
         return Decision(record[1], "kept", record[0], reason="index-unavailable")
-
-    async def _replay_backlog(self, patience: float = 0.0) -> None:
-        """Record the pages kept while the index was down; retry for ``patience`` s. A page
-        the index rejects for another reason than being away is set aside, never retried
-        ahead of the others."""
-        assert self.store is not None
-        deadline = time.monotonic() + patience
-        delay = 0.25
-        while (record := self._backlog.first()) is not None:
-            try:
-                match = await self.store.check_and_add(*record)
-            except StoreUnavailable:
-                if time.monotonic() + delay > deadline:
-                    return
-                await _sleep(delay)
-                delay = min(2 * delay, 2.0)
-                continue
-            except Exception as exc:
-                self._backlog.pop()
-                self.stats.inc_value("neardupe/backlog/set_aside")
-                logger.error(
-                    "nearDupe: the index rejects the kept page %r (%s); set aside", record[1], exc
-                )
-                continue
-            self._backlog.pop()
-            if match is not None:
-                self.stats.inc_value("neardupe/kept_while_index_down_duplicates")
-                logger.warning(
-                    "nearDupe: %s, kept while the index was down, is a near-duplicate of %s",
-                    record[1],
-                    match.key,
-                )
-
-    def _save_backlog(self) -> None:
-        """Keep what could not be recorded for the next crawl on this index."""
-        if not self._backlog:
-            return
-        if not self._backlog.save():
-            logger.error(
-                "nearDupe: %d fingerprints of kept pages could not be saved; their copies may "
-                "be kept by later crawls",
-                len(self._backlog),
-            )
-            return
-        logger.warning(
-            "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
-            "and recorded when a crawl next reaches this index",
-            self.config.public_index,
-            len(self._backlog),
-            self._backlog.path,
-        )
-
-    def _load_backlog(self) -> None:
-        name = re.sub(r"[^\w.-]+", "_", self.config.index_name)
-        unkeyed = Path(data_path(f"neardupe-pending-{name}.jsonl"))
-        if unkeyed.exists():  # written before pending files were named for their index
-            logger.warning(
-                "nearDupe: %s was left by an earlier version for an index named %r, on "
-                "whichever index that crawl used; rename it to %s to record its pages in this "
-                "index",
-                unkeyed,
-                self.config.index_name,
-                self._backlog.path,
-            )
-        if self._backlog.load():
-            logger.info(
-                "nearDupe: %d fingerprints from an earlier crawl on this index wait to be "
-                "recorded",
-                len(self._backlog),
-            )
 
     def _record(self, decision: Decision) -> None:
         self.stats.inc_value("neardupe/seen")
@@ -335,9 +261,3 @@ async def _off_the_loop(func: Callable[[], T]) -> T:
     except RuntimeError:
         return func()
     return await loop.run_in_executor(None, func)
-
-
-async def _sleep(seconds: float) -> None:
-    from twisted.internet import reactor  # the one Scrapy installed, imported late on purpose
-
-    await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
