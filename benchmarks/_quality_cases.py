@@ -158,6 +158,27 @@ def load_templates(root: Path) -> list[Template]:
     return templates
 
 
+def load_wcxb_templates(root: Path) -> list[Template]:
+    """WCXB's development article pages (modern templates of 1,295 domains), by domain."""
+    folder = root / "wcxb-dev"
+    files = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))["files"]
+    templates: list[Template] = []
+    for file_id, info in sorted(files.items()):
+        if info.get("split") != "dev" or info.get("page_type") != "article":
+            continue
+        truth = json.loads(
+            (folder / "dev" / "ground-truth" / f"{file_id}.json").read_text(encoding="utf-8")
+        )
+        text = truth["ground_truth"].get("main_content") or ""
+        if not text:
+            continue
+        body = gzip.decompress((folder / "dev" / "html" / f"{file_id}.html.gz").read_bytes())
+        lang = "zh" if len(_CJK_CHAR.findall(text)) * 5 > len(text) else "en"
+        html = decode(body, truth["url"])
+        templates.append(Template(f"wcxb:{file_id}", lang, html, text, info["domain"]))
+    return templates
+
+
 def _units(text: str) -> list[str]:
     """Words, and CJK character bigrams: the units the content locator matches on."""
     units: list[str] = []
@@ -392,13 +413,18 @@ def build_cases(
     quick: bool = False,
     seed: int = 20240611,
     half: tuple[str, int] | None = None,
+    modern: bool = False,
+    site_pages: int = 0,
 ) -> CaseSet:
     """Syndicated copies (positives) and different articles in one template (negatives);
-    ``half=("held-out", s)`` uses only the templates of that half of the sites (split s)."""
+    ``half=("held-out", s)`` uses only the templates of that half of the sites (split s);
+    ``modern`` adds WCXB's article templates; ``site_pages`` more articles are put in each
+    template, as a crawled site has many pages (no pairs are listed for them)."""
     rng = random.Random(seed)
     root = root or data_dir()
     articles = load_articles(root)
-    prepared = list(_prepare(load_templates(root)))
+    templates = load_templates(root) + (load_wcxb_templates(root) if modern else [])
+    prepared = list(_prepare(templates))
     if half is not None:
         prepared = [p for p in prepared if site_half(p[0].site, half[1]) == half[0]]
     by_lang: dict[str, list[tuple[Template, lxml.html.HtmlElement, tuple[int, ...]]]] = (
@@ -429,6 +455,12 @@ def build_cases(
             page = _add_page(cases, article, slot, kind, rng, fillers[article.lang])
             cases.positives.append((base, page, kind))
     _add_negatives(cases)
+    by_article_lang = defaultdict(list)
+    for article in articles:
+        by_article_lang[article.lang].append(article)
+    for slot in prepared if site_pages else []:
+        for article in rng.sample(by_article_lang[slot[0].lang], site_pages):
+            _add_page(cases, article, slot, "none", rng, fillers[article.lang])
     return cases
 
 

@@ -69,8 +69,11 @@ def serve(pages: dict[str, bytes]) -> ThreadingHTTPServer:
     return httpd
 
 
-def crawl(url: str, workdir: Path, settings: dict[str, object]) -> dict[str, float]:
-    """One crawl in a subprocess; its wall time, CPU time (with workers) and stats."""
+def crawl(
+    url: str, workdir: Path, settings: dict[str, object], root: Path = ROOT
+) -> dict[str, float]:
+    """One crawl in a subprocess (of the nearDupe checkout at ``root``); its wall time, CPU
+    time (with workers) and stats."""
     stats_path = workdir / "stats.json"
     spider = Path(__file__).with_name("bench_spider.py")
     command = [sys.executable, "-m", "scrapy", "runspider", str(spider), "-a", f"start_url={url}/"]
@@ -84,10 +87,10 @@ def crawl(url: str, workdir: Path, settings: dict[str, object]) -> dict[str, flo
     }
     for name, value in merged.items():
         command += ["-s", f"{name}={value}"]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{Path(__file__).parent}"}
+    env = {**os.environ, "PYTHONPATH": f"{root}:{Path(__file__).parent}"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, env=env, check=True)
+    subprocess.run(command, cwd=root, env=env, check=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -132,22 +135,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout of nearDupe (e.g. a git worktree of an earlier commit): its "
+        "crawl runs beside this one's, alternately, --rounds times each",
+    )
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     pages = load_pages(args.copies)
     httpd = serve(pages)
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     print(f"{len(pages) - 1} pages on {url}, {os.cpu_count()} cores")
     runs = {}
+    workers = {"NEARDUPE_WORKERS": args.workers}
+    plans: list[tuple[str, dict[str, object], Path]] = [
+        ("plain", {"NEARDUPE_ENABLED": "False"}, ROOT),
+        (f"nearDupe ({args.workers} processes)", workers, ROOT),
+        ("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}, ROOT),
+        ("nearDupe, NEARDUPE_GC_FREEZE=False", {"NEARDUPE_GC_FREEZE": False}, ROOT),
+    ]
+    if args.against:
+        plans = plans[:1]
+        for i in range(args.rounds):
+            plans.append((f"this checkout, round {i + 1}", workers, ROOT))
+            plans.append((f"{args.against.name}, round {i + 1}", workers, args.against))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, settings in [
-            ("plain", {"NEARDUPE_ENABLED": "False"}),
-            (f"nearDupe ({args.workers} processes)", {"NEARDUPE_WORKERS": args.workers}),
-            ("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}),
-            ("nearDupe, NEARDUPE_GC_FREEZE=False", {"NEARDUPE_GC_FREEZE": False}),
-        ]:
+        for name, settings, root in plans:
             workdir = Path(tmp) / str(len(runs))
             workdir.mkdir()
-            runs[name] = crawl(url, workdir, settings)
+            runs[name] = crawl(url, workdir, settings, root)
     httpd.shutdown()
     plain = runs["plain"]
     header = f"{'run':36} {'pages':>6} {'pages/s':>8} {'ratio':>6} {'cores':>6} {'stall ms':>9}"
@@ -162,6 +179,8 @@ def main() -> None:
             f"{run['stalls_over_50ms']:5d} {run['longest_full_gc_ms']:10.1f} "
             f"{run.get('kept', '-')}/{run.get('dropped', '-')}"
         )
+    if args.against:
+        return
     costs = component_costs(pages)
     print(
         "median CPU ms per page (in one process): "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nearDupe.features import FeatureSettings, tokenize
 from nearDupe.shorttext import (
@@ -13,6 +13,7 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint_and_signature
+from nearDupe.sitetemplate import SiteTemplate, page_identity, strip_template
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -39,6 +40,10 @@ class Analysis:
     #: The crawl's serial number of the response (or text) analysed, 0 if none: the items of
     #: one response share one decision, while a second response of the same page is checked.
     page: int = 0
+    #: The hashes of the page's lines and its identity (title), for its site to learn from
+    #: once the page is decided (see sitetemplate.py).
+    lines: tuple[int, ...] = ()
+    identity: int = 0
 
 
 def language_of(text: str) -> str:
@@ -50,16 +55,32 @@ def language_of(text: str) -> str:
     return "zh" if cjk * 5 > letters else "en"
 
 
-def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analysis:
-    """Fingerprint main text: simhash, or an exact hash below ``min_length`` letters/digits.
+def analyze_text(
+    text: str,
+    min_length: int,
+    features: FeatureSettings,
+    site: SiteTemplate | None = None,
+    identity: int = 0,
+) -> Analysis:
+    """Fingerprint main text, without its ``site``'s template lines: simhash, or an exact hash
+    below ``min_length`` letters/digits.
 
     Simhash is unreliable on short texts (different sentences with the same words share it),
     so a short page matches by its fingerprint only a page with identical normalized text; and
     pages under SENTENCE_PAGE_LETTERS (or ``min_length``) also keep their sentences, matching a
     page with which they share enough of them. Tiny pages (a heading, "Contact us", a "please
-    enable JavaScript" shell) are not judged at all.
+    enable JavaScript" shell) are not judged at all, nor is text mostly seen on the site's
+    other pages (``template-text``).
     """
-    text = text.strip()
+    stripped = strip_template(text.strip(), identity, site or SiteTemplate())
+    if stripped.template_text:
+        analysis = Analysis(None, "template-text")
+    else:
+        analysis = _fingerprint(stripped.text.strip(), min_length, features)
+    return replace(analysis, lines=stripped.lines, identity=identity)
+
+
+def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analysis:
     if not text:
         return Analysis(None, "no-text")
     size = len(normalize(text))
@@ -78,10 +99,17 @@ def analyze_text(text: str, min_length: int, features: FeatureSettings) -> Analy
 
 
 def analyze_html(
-    html: str, min_length: int, max_chars: int, features: FeatureSettings
+    html: str,
+    min_length: int,
+    max_chars: int,
+    features: FeatureSettings,
+    site: SiteTemplate | None = None,
+    url: str = "",
 ) -> Analysis:
-    """Extract the main text of a decoded HTML page, then :func:`analyze_text` it."""
-    return analyze_text(extract_main_text(html, max_chars=max_chars), min_length, features)
+    """Extract the main text of a decoded HTML page (at ``url``), then :func:`analyze_text` it
+    without its site's template lines."""
+    text = extract_main_text(html, max_chars=max_chars)
+    return analyze_text(text, min_length, features, site, page_identity(html, url))
 
 
 def detect_encoding(body: bytes) -> str | None:

@@ -13,6 +13,7 @@ from scrapy import signals
 
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis
+from nearDupe.store import Store
 from nearDupe.workers import WorkerPool
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class CrawlState:
         self.config = config
         #: Serial numbers of the pages analysed in this crawl (see ``Analysis.page``).
         self.page_serials = itertools.count(1)
+        #: The index, once the pipeline opened it (the middleware reads sites' templates).
+        self.store: Store | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:

@@ -11,6 +11,7 @@ from scrapy.http import HtmlResponse, Request, Response
 from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
+from nearDupe.sitetemplate import SiteTemplate, site_of
 from nearDupe.workers import AnalysisTimeout, within
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class NearDupeDownloaderMiddleware:
         self.config = state.config
         self.stats = crawler.stats
         self.pool = state.pool
+        self._state = state
         self._page_serials = state.page_serials
 
     @classmethod
@@ -77,6 +79,8 @@ class NearDupeDownloaderMiddleware:
                     self.config.min_text_length,
                     self.config.max_html_chars,
                     self.config.features,
+                    await self._site_template(response.url),
+                    response.url,
                 )
             except AnalysisTimeout:
                 analysis = skipped("too-slow")
@@ -96,6 +100,17 @@ class NearDupeDownloaderMiddleware:
         else:
             self.stats.inc_value("neardupe/responses/analyzed")
         return replace(analysis, page=next(self._page_serials))
+
+    async def _site_template(self, url: str) -> SiteTemplate:
+        """What the index learned of the page's site (nothing if it cannot tell)."""
+        store = self._state.store
+        if store is None:
+            return SiteTemplate()
+        try:
+            return await store.site_template(site_of(url))
+        except Exception as exc:  # an aid: without it the page is judged whole
+            logger.debug("nearDupe: no site template for %s: %s", url, exc)
+            return SiteTemplate()
 
     async def _decode(self, response: HtmlResponse) -> tuple[str, str | None]:
         """(html, None) or ("", a skip reason); charset detection (slow) runs in the pool."""

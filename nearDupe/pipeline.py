@@ -23,6 +23,7 @@ from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.logstats import counts_line, plural
 from nearDupe.report import Decision, ReportWriter
+from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
 from nearDupe.workers import AnalysisTimeout, within
 
@@ -81,6 +82,7 @@ class NearDupePipeline:
         except NearDupeError as exc:
             logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
             raise CloseSpider(INDEX_UNUSABLE) from exc
+        self._state.store = self.store
         self._backlog.load_earlier(self.config.index_name)
         if self.config.report:
             self.report = ReportWriter(self.config.report)
@@ -150,10 +152,10 @@ class NearDupePipeline:
         if analysis is None:
             return Decision(url, "skipped", reason="no-page")
         if analysis.skip_reason or analysis.fingerprint is None:
+            if analysis.skip_reason == "template-text":
+                await self._learn(url, analysis)
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-        return await self._page_decision(
-            (analysis.fingerprint, url, analysis.signature, analysis.sentences), analysis.page
-        )
+        return await self._page_decision(url, analysis)
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None
@@ -182,9 +184,10 @@ class NearDupePipeline:
         serial = page.page if page is not None else next(self._state.page_serials)
         return replace(analysis, page=serial)
 
-    async def _page_decision(self, record: Page, serial: int) -> Decision:
-        fp, url, *_ = record
-        page = (url, fp, serial)
+    async def _page_decision(self, url: str, analysis: Analysis) -> Decision:
+        assert analysis.fingerprint is not None
+        record = (analysis.fingerprint, url, analysis.signature, analysis.sentences)
+        page = (url, analysis.fingerprint, analysis.page)
         if page in self._decided:
             self._decided.move_to_end(page)
             return self._decided[page]
@@ -202,7 +205,20 @@ class NearDupePipeline:
             self._decided.popitem(last=False)
         for waiter in waiters:
             waiter.callback(decision)
+        if decision.decision == "kept" and decision.reason is None:
+            await self._learn(url, analysis)
         return decision
+
+    async def _learn(self, url: str, analysis: Analysis) -> None:
+        """Count a kept (or template-text) page's lines for its site: only pages that are no
+        copies of one another teach what a site's different pages share."""
+        if self.store is None or not analysis.lines:
+            return
+        try:
+            await self.store.learn_site(site_of(url), analysis.identity, analysis.lines)
+        except Exception as exc:  # an aid: the page's decision stands
+            self.stats.inc_value("neardupe/site_errors")
+            logger.debug("nearDupe: the lines of %s were not learned: %s", url, exc)
 
     async def _check(self, record: Page) -> Decision:
         assert self.store is not None, "open_spider opens the store"

@@ -19,13 +19,16 @@ class Page:
 
 
 class MockServer:
-    """Serves ``pages`` (path -> Page) on a free port in a background thread.
+    """Serves ``pages`` (path -> Page) on a free port of ``host`` (a loopback address) in a
+    background thread.
 
     ``delay`` seconds are waited before each answer, to make a crawl last long enough for a
     test to interfere with it.
     """
 
-    def __init__(self, pages: dict[str, Page], delay: float = 0.0) -> None:
+    def __init__(
+        self, pages: dict[str, Page], delay: float = 0.0, host: str = "127.0.0.1"
+    ) -> None:
         self.pages = pages
         site = pages
 
@@ -45,8 +48,8 @@ class MockServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> MockServer:

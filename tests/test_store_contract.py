@@ -402,3 +402,65 @@ def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
         await store.close()
 
     run(body)
+
+
+def test_sites_learn_as_the_python_rule(backend: Backend) -> None:
+    """Generated pages of several sites: both backends remember each line's pages as
+    ``learned`` does (identities capped at LINE_TITLES, a page counted once), and a reopened
+    store still knows them."""
+    from nearDupe.sitetemplate import LINE_TITLES
+    from nearDupe.store.sites import learned
+
+    rng = random.Random(7)
+    sites = ["news.example", "blog.example", "例子.example"]
+    pages = [
+        (rng.choice(sites), rng.randrange(1, 2**32), rng.sample(range(1, 60), 12))
+        for _ in range(40)
+    ]
+    pages.append(pages[0])  # the same page decided twice counts once
+
+    async def body() -> None:
+        store = backend.open()
+        expected: dict[str, dict[int, tuple[int, ...]]] = {site: {} for site in sites}
+        for site, identity, lines in pages:
+            line_hashes = [2**63 + line for line in lines]  # above 2**63: all 64 bits kept
+            await store.learn_site(site, identity, line_hashes)
+            learned(expected[site], identity, line_hashes)
+        for site in sites:
+            got = (await store.site_template(site)).lines
+            assert {k: sorted(v) for k, v in got.items()} == {
+                k: sorted(v) for k, v in expected[site].items()
+            }
+            assert max(map(len, got.values())) == LINE_TITLES
+        assert (await store.site_template("unknown.example")).lines == {}
+        await store.close()
+        reopened = backend.open()
+        got = (await reopened.site_template(sites[0])).lines
+        assert {k: sorted(v) for k, v in got.items()} == {
+            k: sorted(v) for k, v in expected[sites[0]].items()
+        }
+        await reopened.close()
+
+    run(body)
+
+
+def test_a_site_keeps_at_most_site_lines(backend: Backend) -> None:
+    """Past SITE_LINES a site forgets lines seen on one page first: lines seen on several
+    pages (its template) survive a flood of articles' own lines."""
+    from nearDupe.sitetemplate import SITE_LINES
+
+    template = [2**40 + i for i in range(20)]
+
+    async def body() -> None:
+        store = backend.open()
+        for identity in (1, 2, 3):
+            await store.learn_site("big.example", identity, template)
+        for identity in range(4, 4 + SITE_LINES // 50 + 5):
+            own = [identity * 1000 + i for i in range(60)]
+            await store.learn_site("big.example", identity, template[:5] + own)
+        lines = (await store.site_template("big.example")).lines
+        assert len(lines) <= SITE_LINES
+        assert all(len(lines[line]) >= 2 for line in template)
+        await store.close()
+
+    run(body)

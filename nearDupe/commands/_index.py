@@ -19,10 +19,12 @@ from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming, to_hex
+from nearDupe.sitetemplate import SiteTemplate, site_of
 from nearDupe.store import droplog
 from nearDupe.store.base import IndexHeader, SharedSentences, confirmed, shared_sentences
 from nearDupe.store.droplog import Drop
 from nearDupe.store.embedded import committed_holders, to_unsigned
+from nearDupe.store.sites import unpack
 
 if TYPE_CHECKING:
     from nearDupe.store.redis import RedisStore
@@ -182,6 +184,30 @@ class IndexView:
             return []
         finally:
             db.close()
+
+    def site_template(self, url: str) -> SiteTemplate:
+        """What the index learned of the site of ``url`` (see nearDupe/sitetemplate.py)."""
+        host = site_of(url)
+        if self.path is None:
+            assert self.config is not None, "a Redis view keeps its settings"
+            config = self.config
+
+            async def read() -> SiteTemplate:
+                store = _redis_store(config)
+                try:
+                    return await store.site_template(host)
+                finally:
+                    await store.close()
+
+            return asyncio.run(read())
+        db = _read_only(self.path / "pages.sqlite3")
+        try:
+            row = db.execute("SELECT lines FROM sites WHERE host = ?", (host,)).fetchone()
+        except sqlite3.Error:  # an index written before sites were learned
+            row = None
+        finally:
+            db.close()
+        return SiteTemplate(unpack(row[0]) if row else {})
 
     def signature(self, fp: int) -> int | None:
         """The signature of the first page stored with ``fp`` (None if it has none)."""

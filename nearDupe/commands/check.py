@@ -16,6 +16,7 @@ from nearDupe.analysis import Analysis, analyze_text, detect_encoding, language_
 from nearDupe.commands._index import IndexView
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import to_hex
+from nearDupe.sitetemplate import page_identity
 from nearDupe.text import extract_main_text
 
 
@@ -47,8 +48,8 @@ def load_page(target: str, user_agent: str, timeout: float = 30.0) -> Response:
 def analyze_page(
     response: Response, config: Config, view: IndexView, text: bool
 ) -> tuple[str, Analysis]:
-    """The page's main text and Analysis (with the index's own feature settings), or the
-    crawl's skip."""
+    """The page's main text and Analysis (with the index's own feature settings and what it
+    learned of the page's site), or the crawl's skip."""
     if text:
         plain = response.body.decode("utf-8", "replace")
         return plain, analyze_text(plain, config.min_text_length, view.features)
@@ -60,7 +61,8 @@ def analyze_page(
     if decoded.skip_reason:
         return "", Analysis(None, decoded.skip_reason)
     main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
-    return main, analyze_text(main, config.min_text_length, view.features)
+    site, identity = view.site_template(response.url), page_identity(decoded.html, response.url)
+    return main, analyze_text(main, config.min_text_length, view.features, site, identity)
 
 
 def check_page(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from nearDupe.shorttext import Sentences
+from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store.base import IndexHeader, Match
 from nearDupe.store.droplog import Drop
 
@@ -41,6 +42,12 @@ class Store(Protocol):
     ) -> list[Match]:
         """Stored pages within distance k (confirmed by ``signature`` if given), nearest first,
         then the short pages that share enough of ``sentences``."""
+
+    async def site_template(self, host: str) -> SiteTemplate:
+        """What the pages of a site (host) taught: the lines they had (sitetemplate.py)."""
+
+    async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
+        """Count the lines of a decided page of ``host`` (its identity: its title)."""
 
     async def log_drop(self, drop: Drop) -> None:
         """Remember a drop for the inspect commands (the last DROP_LOG_LIMIT are kept)."""
@@ -96,6 +103,14 @@ class EmbeddedStore:
     ) -> list[Match]:
         """See :class:`Store`."""
         return await self._run(self.index.query, fp, k, signature, sentences)
+
+    async def site_template(self, host: str) -> SiteTemplate:
+        """See :class:`Store`."""
+        return await self._run(self.index.sites.template, host)
+
+    async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
+        """See :class:`Store`."""
+        await self._run(self.index.sites.learn, host, identity, lines)
 
     async def log_drop(self, drop: Drop) -> None:
         """See :class:`Store`."""

@@ -42,6 +42,7 @@ from nearDupe.store.base import (
     sentence_matches,
     storable_key,
 )
+from nearDupe.store.sites import SqliteSites
 
 try:
     import fcntl
@@ -90,6 +91,8 @@ class EmbeddedIndex:
             self._db = self._connect()
             self._check_header()
             self.index = self._load_tables()
+            #: What the index's sites taught (see nearDupe/sitetemplate.py).
+            self.sites = SqliteSites(self._db)
         except BaseException:
             self._unlock()
             raise
@@ -366,6 +369,7 @@ class EmbeddedIndex:
                 (row for rows in self._unsaved_by_sentence.values() for row in rows),
             )
             droplog.insert(self._db, self._unsaved_drops)
+            self.sites.write()
             self._db.commit()
         except sqlite3.Error:
             with contextlib.suppress(sqlite3.Error):

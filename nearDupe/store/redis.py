@@ -85,6 +85,7 @@ from nearDupe.errors import (
     StoreUnavailable,
 )
 from nearDupe.shorttext import Sentences
+from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog, public_location
 from nearDupe.store.base import (
     FORMAT_VERSION,
@@ -108,6 +109,7 @@ from nearDupe.store.redis_records import (
     sentence_entry,
     signature_record,
 )
+from nearDupe.store.redis_sites import RedisSites
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +194,7 @@ class RedisStore:
         self._handshake = client.register_script(LUA_HANDSHAKE)
         self._add_keys = client.register_script(LUA_ADD_KEYS)
         self._append = client.register_script(LUA_APPEND)
+        self.sites = RedisSites(client, name)
         wanted = {
             "format": FORMAT_VERSION,
             "bucket_bits": [min(t.prefix_bits, max_bucket_bits) for t in self.design.tables],
@@ -463,6 +466,14 @@ class RedisStore:
             for (h, _), value in zip(sentences, values, strict=True)
             for key, fp, n in sentence_entries(value or b"")
         ]
+
+    async def site_template(self, host: str) -> SiteTemplate:
+        """See :class:`~nearDupe.store.Store`."""
+        return await self.sites.template(host)
+
+    async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
+        """See :class:`~nearDupe.store.Store` (learning twice is learning once: retried)."""
+        await self._retrying("learn_site", lambda _r: self.sites.learn(host, identity, lines))
 
     async def log_drop(self, drop: droplog.Drop) -> None:
         """Remember a drop in a list capped at DROP_LOG_LIMIT (newest first)."""

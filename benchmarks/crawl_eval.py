@@ -1,0 +1,248 @@
+"""Detection quality of a crawl over held-out templates, with and without site templates learned.
+
+The cases of ``quality_eval.py`` (real articles placed into real page templates, with
+syndication edits) are built on the held-out half of the template sites (``heldout_eval.py``'s
+split). Each template is a site. The pages are crawled in a seeded random order through the
+plugin's own path: main text (extracted once per page), the site's template lines as learned
+so far, fingerprint, a real embedded index at each default's k and confirmation, and the
+page's lines learned when it is kept. Scored per page, as a crawl's user sees it:
+
+* a drop is right when the page it names is the same article; precision = right / all drops;
+* recall = drops among the pages whose article was already stored when they came;
+* unique articles lost: pages dropped while no page of their article was stored;
+* ``template-text``: pages kept unfingerprinted because their text was their site's.
+
+Printed per split seed and backend: P / R per language, the worst template's recall beside the
+mean (templates with at least MIN_PAGES such pages), the losses at distance 0, and, for the
+first pages of each site, the share of their letters left out as template (how fast a site is
+learned). ``--no-learning`` scores the same crawl with nothing learned (the rules before).
+
+Run from the repository root: ``python benchmarks/crawl_eval.py [--seeds 1 2 3]
+[--half held-out|tune] [--quick]``. Data: ``../shared/data`` (``NEARDUPE_DATA``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _data import data_dir
+from _quality_cases import build_cases
+from quality_eval import run_pool
+
+from nearDupe import analysis as analysis_module
+from nearDupe import sitetemplate
+from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K, REDIS_CONFIRM_K, REDIS_K
+from nearDupe.analysis import analyze_text
+from nearDupe.designs import Design
+from nearDupe.features import FeatureSettings
+from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, normalize
+from nearDupe.sitetemplate import SiteTemplate, page_identity, strip_template
+from nearDupe.store import EmbeddedIndex, IndexHeader
+from nearDupe.store.sites import learned
+from nearDupe.text import extract_main_text
+
+#: Templates with fewer pages that should be dropped are left out of the worst-template figure.
+MIN_PAGES = 3
+#: The rules scored: name -> (k, confirm_k, design, sentences of every page). ``embedded`` and
+#: ``Redis`` are the defaults; ``k3+sentences`` is the paper's k=3 with sentence evidence for
+#: every page, not only short ones (the scale issue's candidate).
+RULES = {
+    "embedded": (
+        EMBEDDED_K,
+        EMBEDDED_CONFIRM_K,
+        Design.default_for(EMBEDDED_K, shared=False).name,
+        False,
+    ),
+    "Redis": (REDIS_K, REDIS_CONFIRM_K, Design.default_for(REDIS_K, shared=True).name, False),
+    "k3+sentences": (3, EMBEDDED_CONFIRM_K, "20-table", True),
+}
+#: The first this many pages of a site are reported one by one (learning curve).
+FIRST_PAGES = 5
+
+
+def extract(html: str) -> tuple[str, int]:
+    """A page's main text and identity, as the plugin's workers make them."""
+    return extract_main_text(html), page_identity(html, "")
+
+
+@dataclass
+class Tally:
+    """What one crawl did, per language and per template."""
+
+    drops: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    right: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    due: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    caught: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    lost_at_0: int = 0
+    lost: int = 0
+    template_text: int = 0
+    per_template: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    #: i-th page of a site -> shares of its letters left out as template.
+    curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+def crawl(cases, texts, identities, order, rule, learn: bool) -> Tally:
+    """Crawl the pages in ``order`` through a fresh embedded index; score every decision."""
+    k, confirm_k, design, every_page = rule
+    analysis_module.SENTENCE_PAGE_LETTERS = 10**9 if every_page else SENTENCE_PAGE_LETTERS
+    pages = cases.pages
+    tally = Tally()
+    books: dict[str, dict[int, tuple[int, ...]]] = defaultdict(dict)
+    seen_in_site: dict[str, int] = defaultdict(int)
+    stored_articles: set[str] = set()
+    article_of: dict[str, str] = {}
+    features = FeatureSettings()
+    with tempfile.TemporaryDirectory() as tmp:
+        header = IndexHeader.for_settings(design, k, features, confirm_k)
+        with EmbeddedIndex(Path(tmp) / "index", header, commit_interval=3600) as index:
+            for i in order:
+                page = pages[i]
+                site = page.template
+                url = f"http://{i}/"
+                template = SiteTemplate(dict(books[site])) if learn else SiteTemplate()
+                analysis = analyze_text(texts[i], 200, features, template, identities[i])
+                n = seen_in_site[site]
+                seen_in_site[site] += 1
+                if n < FIRST_PAGES:
+                    total = len(normalize(texts[i], digits=False)) or 1
+                    left = len(
+                        normalize(_kept_text(texts[i], template, identities[i]), digits=False)
+                    )
+                    tally.curve[n].append(1 - left / total)
+                lang = page.lang
+                due = page.article in stored_articles
+                if analysis.skip_reason == "template-text":
+                    tally.template_text += 1
+                    if learn:
+                        learned(books[site], analysis.identity, analysis.lines)
+                if due:
+                    tally.due[lang] += 1
+                if analysis.fingerprint is None:
+                    if due:
+                        tally.per_template[site].append(False)
+                    continue
+                match = index.check_and_add(
+                    analysis.fingerprint, url, analysis.signature, analysis.sentences
+                )
+                if match is None:
+                    stored_articles.add(page.article)
+                    article_of[url] = page.article
+                    if due:
+                        tally.per_template[site].append(False)
+                    if learn:
+                        learned(books[site], analysis.identity, analysis.lines)
+                    continue
+                tally.drops[lang] += 1
+                same = article_of[match.key] == page.article
+                tally.right[lang] += same
+                if due:
+                    tally.caught[lang] += same
+                    tally.per_template[site].append(same)
+                if not same:
+                    tally.lost += 1
+                    tally.lost_at_0 += match.distance == 0
+    return tally
+
+
+def _kept_text(text: str, template: SiteTemplate, identity: int) -> str:
+    return strip_template(text, identity, template).text
+
+
+def main() -> None:
+    """Build the cases per split seed, crawl them per backend default, print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--half", choices=["held-out", "tune"], default="held-out")
+    parser.add_argument("--quick", action="store_true", help="a third of the articles")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-learning", action="store_true", help="nothing learned (before)")
+    parser.add_argument(
+        "--modern", action="store_true", help="add WCXB's article templates (modern sites)"
+    )
+    parser.add_argument(
+        "--site-pages", type=int, default=6, help="more articles per template (a site's depth)"
+    )
+    parser.add_argument("--template-pages", type=int, help="tune sitetemplate.TEMPLATE_PAGES")
+    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=["embedded", "Redis"])
+    args = parser.parse_args()
+    if args.template_pages is not None:
+        sitetemplate.TEMPLATE_PAGES = args.template_pages
+    root = data_dir()
+    started = time.perf_counter()
+    modes = [False] if args.no_learning else [False, True]
+    print(f"# A crawl of the {args.half} half of the template sites\n")
+    print(
+        "| split seed | backend | sites learned | EN P / R | ZH P / R | EN R per template: "
+        "mean / worst | ZH R per template: mean / worst | lost (at distance 0) | template-text |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    curves: dict[int, list[float]] = defaultdict(list)
+    for seed in args.seeds:
+        cases = build_cases(
+            root,
+            quick=args.quick,
+            half=(args.half, seed),
+            modern=args.modern,
+            site_pages=args.site_pages,
+        )
+        extracted = run_pool(extract, [p.html for p in cases.pages], args.workers)
+        texts = [t for t, _ in extracted]
+        identities = [ident for _, ident in extracted]
+        order = list(range(len(cases.pages)))
+        random.Random(seed).shuffle(order)
+        for name in args.rules:
+            k = RULES[name][0]
+            for learn in modes:
+                t = crawl(cases, texts, identities, order, RULES[name], learn)
+                cells = []
+                for lang in ("en", "zh"):
+                    p = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0
+                    r = t.caught[lang] / t.due[lang] if t.due[lang] else 1.0
+                    cells.append(f"{p:.3f} / {r:.3f}")
+                for lang in ("en", "zh"):
+                    recall = {
+                        site: sum(hits) / len(hits)
+                        for site, hits in t.per_template.items()
+                        if len(hits) >= MIN_PAGES and cases_lang(cases, site) == lang
+                    }
+                    low = min(recall.values()) if recall else 1.0
+                    mean = sum(recall.values()) / len(recall) if recall else 1.0
+                    cells.append(f"{mean:.3f} / {low:.3f}")
+                print(
+                    f"| {seed} | {name} (k={k}) | {'yes' if learn else 'no'} | "
+                    f"{' | '.join(cells)} | {t.lost} ({t.lost_at_0}) | {t.template_text} |"
+                )
+                if learn:
+                    for n, shares in t.curve.items():
+                        curves[n].extend(shares)
+        print(f"<!-- seed {seed}: {len(cases.pages)} pages, "
+              f"{len({p.template for p in cases.pages})} templates -->")  # fmt: skip
+    if curves:
+        print("\nShare of a site's n-th page left out as its template (mean over sites):\n")
+        print("| n-th page of its site | " + " | ".join(str(n + 1) for n in sorted(curves)) + " |")
+        print("|---|" + "---|" * len(curves))
+        print(
+            "| share left out | "
+            + " | ".join(f"{sum(curves[n]) / len(curves[n]):.3f}" for n in sorted(curves))
+            + " |"
+        )
+    print(f"\nTotal {time.perf_counter() - started:.0f} s.")
+
+
+def cases_lang(cases, site: str) -> str:
+    """The language of a template's pages."""
+    return next(p.lang for p in cases.pages if p.template == site)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""What site templates cost: memory per site (embedded and Redis), learning and reading time,
+the worker's line stripping, and the size of what a job carries to a worker.
+
+Sites of STORIES stories, each story LINES lines of its own plus TEMPLATE template lines, are
+learned into a fresh embedded index and a fresh Redis index side by side (the sites full at
+SITE_LINES, the worst case). Run: ``python benchmarks/site_bench.py [--sites 200]``; starts
+its own redis-server (or ``--url``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import pickle
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from redis_bench import start_redis
+
+from nearDupe.sitetemplate import SITE_LINES, strip_template
+from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Store
+from nearDupe.store.redis import RedisStore
+
+STORIES, LINES, TEMPLATE = 60, 40, 30
+
+
+def pages(sites: int, rng: random.Random) -> list[tuple[str, int, list[int]]]:
+    """(site, story identity, its line hashes), the sites' stories interleaved."""
+    template = {s: [rng.getrandbits(64) for _ in range(TEMPLATE)] for s in range(sites)}
+    out = []
+    for story in range(STORIES):
+        for s in range(sites):
+            own = [rng.getrandbits(64) for _ in range(LINES)]
+            out.append((f"site{s}.example", story + 1, own + template[s]))
+    return out
+
+
+async def learn_all(store: Store, work: list[tuple[str, int, list[int]]]) -> list[float]:
+    """Learn every page; the time of each call."""
+    times = []
+    for site, identity, lines in work:
+        start = time.perf_counter()
+        await store.learn_site(site, identity, lines)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+async def read_all(store: Store, sites: list[str]) -> list[float]:
+    """Read every site's template; the time of each call."""
+    times = []
+    for site in sites:
+        start = time.perf_counter()
+        await store.site_template(site)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def us(times: list[float]) -> str:
+    """The median in microseconds."""
+    return f"{statistics.median(times) * 1e6:,.0f} µs"
+
+
+async def main() -> None:
+    """Learn the same pages into both backends and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sites", type=int, default=200)
+    parser.add_argument("--url", help="a Redis to use instead of starting one")
+    args = parser.parse_args()
+    work = pages(args.sites, random.Random(1))
+    names = sorted({site for site, _, _ in work})
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "redis").mkdir()
+        process, url = (None, args.url) if args.url else start_redis(Path(tmp) / "redis")
+        try:
+            embedded = EmbeddedStore(EmbeddedIndex(Path(tmp) / "index", IndexHeader()))
+            redis = RedisStore.from_url(url, IndexHeader(), name="sitebench")
+            rows = []
+            for name, store in (("embedded", embedded), ("Redis", redis)):
+                learn = await learn_all(store, work)
+                read = await read_all(store, names)
+                rows.append((name, store, learn, read))
+            embedded.index.commit()
+            blob = embedded.index._db.execute("SELECT SUM(LENGTH(lines)) FROM sites").fetchone()
+            disk = blob[0] / args.sites
+            memory = [
+                await redis.client.memory_usage(redis.sites.key(site), samples=0)
+                for site in names[:50]
+            ]
+            template = await embedded.site_template(names[0])
+            text = "\n".join(f"line {i} of a story, with words of its own" for i in range(60))
+            start = time.perf_counter()
+            for _ in range(200):
+                strip_template(text, 99, template)
+            strip_us = (time.perf_counter() - start) / 200 * 1e6
+            print(f"# Site templates: {args.sites} sites x {STORIES} stories x "
+                  f"{LINES + TEMPLATE} lines (full at SITE_LINES={SITE_LINES})\n")  # fmt: skip
+            print("| backend | learn a page (p50) | read a site (p50) | per full site |")
+            print("|---|---|---|---|")
+            for name, _, learn, read in rows:
+                size = (
+                    f"{disk / 1024:.1f} KB on disk"
+                    if name == "embedded"
+                    else f"{statistics.mean(memory) / 1024:.1f} KB in Redis"
+                )
+                print(f"| {name} | {us(learn)} | {us(read)} | {size} |")
+            print(
+                f"\nA worker strips a 60-line page against a full site in {strip_us:,.0f} µs; "
+                f"the site's template travels to it as {len(pickle.dumps(template)) / 1024:.1f} "
+                f"KB. 10^5 full sites: {disk * 1e5 / 2**30:.1f} GiB on disk, "
+                f"{statistics.mean(memory) * 1e5 / 2**30:.1f} GiB in Redis."
+            )
+            await embedded.close()
+            await redis.close()
+        finally:
+            if process is not None:
+                process.terminate()
+                process.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,111 @@
+"""What a store remembers of each site's lines (see nearDupe/sitetemplate.py), within bounds.
+
+Per site (host), line hash -> the identities of up to LINE_TITLES pages that had it, for at
+most SITE_LINES lines: past that, lines seen on one page only go first (the oldest here; any
+of them in Redis), so a site costs at most SITE_LINES x 20 B on disk (a crawl of 10^5 sites:
+at most 2 GB, far less when sites are small) and the embedded index keeps at most
+CACHED_SITES of them in memory.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from nearDupe.sitetemplate import LINE_TITLES, SITE_LINES, SiteTemplate
+
+#: Sites whose lines the embedded index keeps in memory (the rest are read back on demand):
+#: at most ~100 B per line in Python, so ~50 MB.
+CACHED_SITES = 1000
+
+#: One line as stored: the line hash, then LINE_TITLES page identities (0: none).
+_LINE = struct.Struct(f"<Q{LINE_TITLES}I")
+
+
+def learned(
+    book: dict[int, tuple[int, ...]], identity: int, lines: Iterable[int]
+) -> dict[int, tuple[int, ...]]:
+    """``book`` after a page of ``identity`` with ``lines`` (each line moved to the end, its
+    identities capped at LINE_TITLES), then cut to SITE_LINES by :func:`evict`."""
+    for line in lines:
+        titles = book.pop(line, ())
+        if identity not in titles and len(titles) < LINE_TITLES:
+            titles = (*titles, identity)
+        book[line] = titles
+    return evict(book)
+
+
+def evict(book: dict[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+    """At most SITE_LINES lines: those seen on one page only go first, oldest first."""
+    excess = len(book) - SITE_LINES
+    if excess <= 0:
+        return book
+    once = [line for line, titles in book.items() if len(titles) < 2][:excess]
+    for line in once:
+        del book[line]
+    for line in list(book)[: len(book) - SITE_LINES]:
+        del book[line]
+    return book
+
+
+def pack(book: dict[int, tuple[int, ...]]) -> bytes:
+    """A site's lines as one blob (20 B a line)."""
+    pad = (0,) * LINE_TITLES
+    return b"".join(
+        _LINE.pack(line, *(titles + pad)[:LINE_TITLES]) for line, titles in book.items()
+    )
+
+
+def unpack(blob: bytes) -> dict[int, tuple[int, ...]]:
+    """The inverse of :func:`pack` (a blob of another size is ignored: the site is relearned)."""
+    if len(blob) % _LINE.size:
+        return {}
+    return {line: tuple(t for t in titles if t) for line, *titles in _LINE.iter_unpack(blob)}
+
+
+class SqliteSites:
+    """Sites' lines in the embedded index's database, the recent ones cached in memory."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        db.execute("CREATE TABLE IF NOT EXISTS sites (host TEXT PRIMARY KEY, lines BLOB NOT NULL)")
+        self._cache: OrderedDict[str, dict[int, tuple[int, ...]]] = OrderedDict()
+        self._dirty: set[str] = set()
+
+    def _book(self, host: str) -> dict[int, tuple[int, ...]]:
+        book = self._cache.get(host)
+        if book is None:
+            row = self._db.execute("SELECT lines FROM sites WHERE host = ?", (host,)).fetchone()
+            book = unpack(row[0]) if row else {}
+            self._cache[host] = book
+            while len(self._cache) > CACHED_SITES:
+                old = next(iter(self._cache))
+                if old in self._dirty:
+                    self._write(old)
+                del self._cache[old]
+        self._cache.move_to_end(host)
+        return book
+
+    def template(self, host: str) -> SiteTemplate:
+        """What the site's pages taught so far."""
+        return SiteTemplate(dict(self._book(host))) if host else SiteTemplate()
+
+    def learn(self, host: str, identity: int, lines: Iterable[int]) -> None:
+        """Count a decided page's lines (durable at the next :meth:`write`)."""
+        if host and identity:
+            self._cache[host] = learned(self._book(host), identity, lines)
+            self._dirty.add(host)
+
+    def _write(self, host: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO sites (host, lines) VALUES (?, ?)",
+            (host, pack(self._cache[host])),
+        )
+        self._dirty.discard(host)
+
+    def write(self) -> None:
+        """Write the sites learned from since the last write (inside the caller's commit)."""
+        for host in list(self._dirty):
+            self._write(host)

@@ -1,0 +1,91 @@
+"""Real crawls of three sites on three loopback hosts: a site's template, learned from its
+earlier pages, neither joins its different articles nor separates its copies; what was
+learned survives a restart (embedded) and is shared by two crawler processes (Redis)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
+from nearDupe.analysis import analyze_html
+from nearDupe.features import FeatureSettings
+from tests.crawl import CrawlResult, run_crawl
+from tests.mockserver import MockServer
+from tests.redis_server import RedisServer, require_redis
+from tests.template_sites import HOSTS, ORDER, build_sites
+
+#: The first crawl teaches each template site three stories; the second brings the pages
+#: under test: two different short stories wrapped in teasers, and a copy under a job board.
+FIRST = [(site, path) for site, path in ORDER if site == "clean" or path.startswith("/w")]
+SECOND = [(site, path) for site, path in ORDER if (site, path) not in FIRST]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, MockServer]]:
+    with ExitStack() as stack:
+        yield {
+            site: stack.enter_context(MockServer(pages, host=HOSTS[site]))
+            for site, pages in build_sites().items()
+        }
+
+
+def _crawl(tmp_path: Path, servers, pages, settings) -> CrawlResult:
+    urls = ",".join(servers[site].url + path for site, path in pages)
+    result = run_crawl(tmp_path, ["runspider", "tests/spiders/in_order.py", "-a", f"urls={urls}"],
+                       settings)  # fmt: skip
+    assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
+    assert len(result.report) == len(pages), result.log[-3000:]
+    return result
+
+
+def test_without_the_template_the_pages_would_be_judged_wrongly() -> None:
+    """The fixture is what the crawl tests claim: judged page by page, the two different
+    teaser-site stories are within the defaults' reach, the job board's copy beyond it."""
+    sites = build_sites()
+
+    def analysis(site: str, path: str):
+        html = sites[site][path].body.decode()
+        return analyze_html(html, 200, 2_000_000, FeatureSettings())
+
+    garden, ferry = analysis("teasers", "/garden"), analysis("teasers", "/ferry")
+    assert garden.fingerprint is not None and ferry.fingerprint is not None
+    d = (garden.fingerprint ^ ferry.fingerprint).bit_count()
+    assert d <= EMBEDDED_K
+    assert d + (garden.signature ^ ferry.signature).bit_count() <= EMBEDDED_CONFIRM_K
+    clean, jobs = analysis("clean", "/bridge"), analysis("jobs", "/bridge")
+    assert (clean.fingerprint ^ jobs.fingerprint).bit_count() > EMBEDDED_K
+
+
+def _check(first: CrawlResult, second: CrawlResult, servers) -> None:
+    for line in first.report:
+        assert line["decision"] in ("kept", "skipped"), line
+        assert line["decision"] == "kept" or line["reason"] == "template-text", line
+    decisions = second.decisions()
+    teasers = servers["teasers"].url
+    for path in ("/garden", "/ferry"):
+        assert decisions[teasers + path]["decision"] == "kept", decisions
+    copy = decisions[servers["jobs"].url + "/bridge"]
+    assert copy["decision"] == "dropped", copy
+    assert copy["duplicate_of"] == servers["clean"].url + "/bridge"
+    assert first.stats.get("neardupe/skipped/template-text", 0) <= 2
+
+
+def test_templates_learned_survive_a_restart(servers, tmp_path: Path) -> None:
+    settings = {"NEARDUPE_INDEX": str(tmp_path / "index")}
+    first = _crawl(tmp_path / "first", servers, FIRST, settings)
+    second = _crawl(tmp_path / "second", servers, SECOND, settings)
+    _check(first, second, servers)
+
+
+@pytest.mark.redis
+def test_templates_are_shared_through_redis(servers, tmp_path: Path) -> None:
+    require_redis()
+    with RedisServer(tmp_path / "redis") as redis:
+        settings = {"NEARDUPE_INDEX": redis.url, "NEARDUPE_K": 10, "NEARDUPE_CONFIRM_K": 22}
+        first = _crawl(tmp_path / "first", servers, FIRST, settings)
+        second = _crawl(tmp_path / "second", servers, SECOND, settings)
+    _check(first, second, servers)

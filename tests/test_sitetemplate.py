@@ -1,0 +1,93 @@
+"""The site-template rules: a page's headline, its lines, and what its site's pages taught."""
+
+from __future__ import annotations
+
+from nearDupe.analysis import analyze_text
+from nearDupe.features import FeatureSettings
+from nearDupe.sitetemplate import (
+    LINE_TITLES,
+    TEMPLATE_PAGES,
+    SiteTemplate,
+    page_identity,
+    site_of,
+    strip_template,
+)
+from nearDupe.store.sites import learned
+
+ARTICLE = "\n".join(
+    f"Paragraph {i} of the council's budget story, with its own words number {i}."
+    for i in range(8)
+)
+TAIL = "\n".join(
+    [
+        "More from the Ledger: harbor bridge reopens after repairs",
+        "Jobs: senior accountant wanted, apply today",
+        "Read more stories about the city's ferry timetable",
+    ]
+)
+
+
+def taught(*pages: tuple[int, str]) -> SiteTemplate:
+    """What a site's earlier pages, as (identity, text), taught."""
+    book: dict[int, tuple[int, ...]] = {}
+    for identity, text in pages:
+        learned(book, identity, strip_template(text, identity, SiteTemplate()).lines)
+    return SiteTemplate(book)
+
+
+def test_site_is_the_host_without_www() -> None:
+    assert site_of("https://WWW.Example.com:8080/a?b") == "example.com"
+    assert site_of("http://127.0.0.2:81/x") == "127.0.0.2"
+    assert site_of("not a url") == "" and site_of("http://[::1") == ""
+
+
+def test_identity_is_the_headline_whatever_the_site_adds() -> None:
+    same = [
+        "<title>Council passes budget | The Ledger</title>",
+        "<title>Print: Council passes budget</title>",
+        "<title>Council passes budget (print)</title>",
+        "<TITLE>The Ledger — Council passes budget</TITLE>",
+        "<title>Story | The Ledger</title><h1 class='x'>Council <b>passes</b> budget</h1>",
+    ]
+    assert len({page_identity(html, "http://a/") for html in same}) == 1
+    assert page_identity("<title>Bridge reopens | The Ledger</title>", "") != page_identity(
+        same[0], ""
+    )
+    # No title nor heading: the URL tells pages apart.
+    assert page_identity("<p>x</p>", "http://a/1") != page_identity("<p>x</p>", "http://a/2")
+    assert page_identity("<p>x</p>", "") != 0
+
+
+def test_lines_seen_on_other_stories_are_left_out() -> None:
+    text = ARTICLE + "\n" + TAIL
+    others = [(100 + i, f"Story {i} alone here, long enough.\n" + TAIL) for i in range(2)]
+    assert strip_template(text, 7, taught(*others[: TEMPLATE_PAGES - 1])).text == text
+    site = taught(*others[:TEMPLATE_PAGES])
+    stripped = strip_template(text, 7, site)
+    assert stripped.text.strip() == ARTICLE
+    assert not stripped.template_text
+    # Digits do not make a line another one: a counter or a date changes every page.
+    assert strip_template(ARTICLE + "\nJobs: senior accountant wanted, apply today 42", 7, site)
+    # The page's own earlier copies (its headline) do not count: a print view is no template.
+    own = taught(*[(7, text)] * 3)
+    assert strip_template(text, 7, own).text == text
+
+
+def test_text_seen_on_the_sites_other_stories_is_template_text() -> None:
+    """Another post's teaser block extracted for every page: not fingerprinted, so no two
+    different articles are joined by it at distance 0."""
+    teaser = "Read more: the library app now lets members renew books online.\n" * 3
+    site = taught((1, teaser))
+    assert strip_template(teaser, 2, site).template_text
+    analysis = analyze_text(teaser, 200, FeatureSettings(), site, 2)
+    assert analysis.skip_reason == "template-text" and analysis.fingerprint is None
+    assert analysis.lines and analysis.identity == 2
+    # The same text under the same headline is that page again, not template.
+    assert not strip_template(teaser, 1, site).template_text
+
+
+def test_learning_counts_each_story_once_and_caps_titles() -> None:
+    book: dict[int, tuple[int, ...]] = {}
+    for identity in (1, 1, 2, 3, 4, 5):
+        learned(book, identity, [10, 11])
+    assert book[10] == (1, 2, 3)[:LINE_TITLES]
