@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_dir, decode
 from _quality_cases import site_half
 
+import nearDupe.text as text_module
 from nearDupe.text import extract_main_text
 
 Case = tuple[str, str, str, str]
@@ -46,13 +47,16 @@ _UTF8 = lxml.html.HTMLParser(encoding="utf-8")
 
 
 def load_extraction_cases(
-    root: Path | None = None, half: tuple[str, int] | None = None
+    root: Path | None = None,
+    half: tuple[str, int] | None = None,
+    sets: tuple[str, ...] = ("en", "zh", "wcxb"),
 ) -> list[Case]:
-    """All (lang, id, decoded html, ground-truth text) cases, English first; with ``half``
-    ("held-out" or "tune", split seed), only the pages of that half of the sites (aeb: by
-    URL host; zh-extract pages carry no URL: each is a site of its own)."""
+    """All (lang, id, decoded html, ground-truth text) cases of ``sets``, English first; with
+    ``half`` ("held-out" or "tune", split seed), only the pages of that half of the sites (aeb:
+    by URL host; zh-extract pages carry no URL: each is a site of its own)."""
     root = root or data_dir()
     cases: list[Case] = []
+    wcxb = _wcxb_articles(root / "wcxb-dev", half) if "wcxb" in sets else []
     truth = json.loads((root / "aeb" / "ground-truth.json").read_text(encoding="utf-8"))
     for page_id, item in sorted(truth.items()):
         site = urlsplit(item["url"]).hostname or page_id
@@ -67,7 +71,7 @@ def load_extraction_cases(
         text = (zh / "cleaned" / f"{path.stem}.txt").read_text(encoding="utf-8-sig")
         html = decode(path.read_bytes(), f"http://zh-extract.invalid/{path.name}")
         cases.append(("zh", path.stem, html, text))
-    return cases + _wcxb_articles(root / "wcxb-dev", half)
+    return [case for case in cases if case[0] in sets] + wcxb
 
 
 def _wcxb_articles(root: Path, half: tuple[str, int] | None) -> list[Case]:
@@ -172,8 +176,18 @@ def visible_text(html: str) -> str:
     return "\n".join(t.strip() for t in texts if t.strip())
 
 
+def without_tail_cut(html: str) -> str:
+    """nearDupe's extractor before the tail rule (nearDupe.texttail), for a side-by-side run."""
+    cut, text_module.cut_tail = text_module.cut_tail, lambda lines: lines
+    try:
+        return extract_main_text(html)
+    finally:
+        text_module.cut_tail = cut
+
+
 EXTRACTORS: dict[str, Callable[[str], str]] = {
     "nearDupe extract_main_text": extract_main_text,
+    "nearDupe, no tail cut": without_tail_cut,
     "readability + text_content": readability_text_content,
     "all visible text": visible_text,
 }
@@ -210,8 +224,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the split of the sites (--half)")
     parser.add_argument("--sets", default="en,zh,wcxb", help="which sets (en, zh, wcxb)")
     args = parser.parse_args()
-    cases = load_extraction_cases(half=(args.half, args.seed) if args.half else None)
-    cases = [case for case in cases if case[0] in args.sets.split(",")]
+    half = (args.half, args.seed) if args.half else None
+    cases = load_extraction_cases(half=half, sets=tuple(args.sets.split(",")))
     print(f"{len(cases)} pages from {data_dir()}" + (f", {args.half} half of the sites "
           f"(split {args.seed})" if args.half else ""))  # fmt: skip
     print(f"{'extractor':<28} {'set':<4} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} "
