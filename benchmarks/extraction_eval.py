@@ -1,4 +1,5 @@
-"""Main-content extraction quality and speed on real pages (aeb English, zh-extract Chinese).
+"""Main-content extraction quality and speed on real pages (aeb English, zh-extract Chinese,
+WCXB dev articles).
 
 Run ``python benchmarks/extraction_eval.py``. Data is read from ``../shared/data`` next to the
 repository (override with the ``NEARDUPE_DATA`` environment variable), never copied here.
@@ -7,7 +8,9 @@ Scoring reproduces the article-extraction-benchmark (scrapinghub) ``evaluate.py`
 per page, true/false positives and false negatives of 4-gram shingles of ``\\w+`` tokens,
 normalised to sum to 1; precision averaged over pages with a prediction, recall over pages
 with a ground truth; F1 from the averaged precision and recall. Tokens are lowercased, and each
-CJK character is its own token so that Chinese text gets meaningful shingles.
+CJK character is its own token so that Chinese text gets meaningful shingles. WCXB dev article
+pages (``wcxb``, split by domain) are also scored with WCXB's own metric (``evaluate.py``: word
+F1 per page, averaged over pages), printed as ``WCXB wF1``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_dir, decode
 from _quality_cases import site_half
 
+import nearDupe.text as text_module
 from nearDupe.text import extract_main_text
 
 Case = tuple[str, str, str, str]
@@ -43,13 +47,16 @@ _UTF8 = lxml.html.HTMLParser(encoding="utf-8")
 
 
 def load_extraction_cases(
-    root: Path | None = None, half: tuple[str, int] | None = None
+    root: Path | None = None,
+    half: tuple[str, int] | None = None,
+    sets: tuple[str, ...] = ("en", "zh", "wcxb"),
 ) -> list[Case]:
-    """All (lang, id, decoded html, ground-truth text) cases, English first; with ``half``
-    ("held-out" or "tune", split seed), only the pages of that half of the sites (aeb: by
-    URL host; zh-extract pages carry no URL: each is a site of its own)."""
+    """All (lang, id, decoded html, ground-truth text) cases of ``sets``, English first; with
+    ``half`` ("held-out" or "tune", split seed), only the pages of that half of the sites (aeb:
+    by URL host; zh-extract pages carry no URL: each is a site of its own)."""
     root = root or data_dir()
     cases: list[Case] = []
+    wcxb = _wcxb_articles(root / "wcxb-dev", half) if "wcxb" in sets else []
     truth = json.loads((root / "aeb" / "ground-truth.json").read_text(encoding="utf-8"))
     for page_id, item in sorted(truth.items()):
         site = urlsplit(item["url"]).hostname or page_id
@@ -64,6 +71,24 @@ def load_extraction_cases(
         text = (zh / "cleaned" / f"{path.stem}.txt").read_text(encoding="utf-8-sig")
         html = decode(path.read_bytes(), f"http://zh-extract.invalid/{path.name}")
         cases.append(("zh", path.stem, html, text))
+    return [case for case in cases if case[0] in sets] + wcxb
+
+
+def _wcxb_articles(root: Path, half: tuple[str, int] | None) -> list[Case]:
+    """WCXB dev pages typed "article" (793), split by domain (as the other sets, by host)."""
+    cases: list[Case] = []
+    for path in sorted((root / "dev" / "ground-truth").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        kind = (data.get("_internal") or {}).get("page_type") or {}
+        if (kind.get("primary") if isinstance(kind, dict) else kind) != "article":
+            continue
+        url = data.get("url") or f"http://{path.stem}.wcxb.invalid/"
+        site = (urlsplit(url).hostname or path.stem).removeprefix("www.")
+        if half is not None and site_half(site, half[1]) != half[0]:
+            continue
+        body = gzip.decompress((root / "dev" / "html" / f"{path.stem}.html.gz").read_bytes())
+        truth = (data.get("ground_truth") or {}).get("main_content") or ""
+        cases.append(("wcxb", path.stem, decode(body, url), truth))
     return cases
 
 
@@ -85,6 +110,15 @@ def shingle_match(true: str, pred: str, n: int = 4) -> tuple[float, float, float
     if total > 0:
         return tp / total, fp / total, fn / total
     return tp, fp, fn
+
+
+def word_f1(true: str, pred: str) -> float:
+    """WCXB's per-page word F1 (its ``evaluate.py``: lowercased ``\\w+`` words, multiset)."""
+    ref, got = Counter(re.findall(r"\w+", true.lower())), Counter(re.findall(r"\w+", pred.lower()))
+    if not ref or not got:
+        return float(not ref and not got)
+    overlap = sum((ref & got).values())
+    return 2 * overlap / (ref.total() + got.total())
 
 
 def _shingles(text: str, n: int) -> Counter[tuple[str, ...]]:
@@ -142,28 +176,41 @@ def visible_text(html: str) -> str:
     return "\n".join(t.strip() for t in texts if t.strip())
 
 
+def without_tail_cut(html: str) -> str:
+    """nearDupe's extractor before the tail rule (nearDupe.texttail), for a side-by-side run."""
+    cut, text_module.cut_tail = text_module.cut_tail, lambda lines: lines
+    try:
+        return extract_main_text(html)
+    finally:
+        text_module.cut_tail = cut
+
+
 EXTRACTORS: dict[str, Callable[[str], str]] = {
     "nearDupe extract_main_text": extract_main_text,
+    "nearDupe, no tail cut": without_tail_cut,
     "readability + text_content": readability_text_content,
     "all visible text": visible_text,
 }
 
 
-def evaluate(
-    cases: list[Case], extract: Callable[[str], str]
-) -> tuple[dict[str, tuple[float, float, float]], list[float], dict[str, list]]:
-    """Scores per language, ms per page, and per-page (id, P, R, prediction) for inspection."""
-    matches: dict[str, list[tuple[float, float, float]]] = {}
-    pages: dict[str, list] = {}
-    times: list[float] = []
+def evaluate(cases: list[Case], extractors: dict[str, Callable[[str], str]]) -> dict:
+    """Per extractor and set, per page (id, (tp, fp, fn), word F1, ms, prediction); the
+    extractors take turns on each page, so that their times are measured side by side."""
+    out: dict[str, dict[str, list]] = {name: {} for name in extractors}
     for lang, page_id, html, truth in cases:
-        start = time.perf_counter()
-        pred = extract(html)
-        times.append((time.perf_counter() - start) * 1000)
-        match = shingle_match(truth, pred)
-        matches.setdefault(lang, []).append(match)
-        pages.setdefault(lang, []).append((page_id, _precision(*match), _recall(*match), pred))
-    return {lang: score(m) for lang, m in matches.items()}, times, pages
+        for name, extract in extractors.items():
+            start = time.perf_counter()
+            pred = extract(html)
+            ms = (time.perf_counter() - start) * 1000
+            page = (page_id, shingle_match(truth, pred), word_f1(truth, pred), ms, pred)
+            out[name].setdefault(lang, []).append(page)
+    return out
+
+
+def page_f1(match: tuple[float, float, float]) -> float:
+    """One page's F1 from its (tp, fp, fn)."""
+    precision, recall = _precision(*match), _recall(*match)
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def main() -> None:
@@ -175,30 +222,33 @@ def main() -> None:
         "--half", choices=["held-out", "tune"], help="only this half of the sites (see --seed)"
     )
     parser.add_argument("--seed", type=int, default=1, help="the split of the sites (--half)")
+    parser.add_argument("--sets", default="en,zh,wcxb", help="which sets (en, zh, wcxb)")
     args = parser.parse_args()
-    cases = load_extraction_cases(half=(args.half, args.seed) if args.half else None)
+    half = (args.half, args.seed) if args.half else None
+    cases = load_extraction_cases(half=half, sets=tuple(args.sets.split(",")))
     print(f"{len(cases)} pages from {data_dir()}" + (f", {args.half} half of the sites "
           f"(split {args.seed})" if args.half else ""))  # fmt: skip
-    header = f"{'extractor':<28} {'EN P':>6} {'EN R':>6} {'EN F1':>6}  "
-    header += f"{'ZH P':>6} {'ZH R':>6} {'ZH F1':>6}  {'median ms':>9} {'mean ms':>8}"
-    print(header)
-    ours_pages: dict[str, list] = {}
-    for name, extract in EXTRACTORS.items():
-        if args.only and args.only not in name:
-            continue
-        scores, times, pages = evaluate(cases, extract)
-        if extract is extract_main_text:
-            ours_pages = pages
-        en, zh = scores.get("en", (0, 0, 0)), scores.get("zh", (0, 0, 0))
-        print(
-            f"{name:<28} {en[0]:6.3f} {en[1]:6.3f} {en[2]:6.3f}  "
-            f"{zh[0]:6.3f} {zh[1]:6.3f} {zh[2]:6.3f}  "
-            f"{statistics.median(times):9.1f} {statistics.mean(times):8.1f}"
-        )
-    for lang, pages in ours_pages.items():
-        worst = sorted(pages, key=lambda p: min(p[1], p[2]))[: args.worst]
-        for page_id, precision, recall, pred in worst:
-            print(f"{lang} {page_id[:16]} P={precision:.2f} R={recall:.2f} {pred[:80]!r}")
+    print(f"{'extractor':<28} {'set':<4} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} "
+          f"{'wF1':>6}  {'median ms':>9} {'mean ms':>8}  worst page (F1)")  # fmt: skip
+    chosen = {k: f for k, f in EXTRACTORS.items() if not args.only or args.only in k}
+    for name, sets in evaluate(cases, chosen).items():
+        for lang, pages in sets.items():
+            p, r, f1 = score([x[1] for x in pages])
+            worst = min(pages, key=lambda x: page_f1(x[1]))
+            times = [x[3] for x in pages]
+            print(
+                f"{name:<28} {lang:<4} {len(pages):5d} {p:6.3f} {r:6.3f} {f1:6.3f} "
+                f"{statistics.mean(x[2] for x in pages):6.3f}  "
+                f"{statistics.median(times):9.1f} {statistics.mean(times):8.1f}  "
+                f"{worst[0][:16]} ({page_f1(worst[1]):.2f})"
+            )
+            if name != next(iter(chosen)):
+                continue
+            for page_id, match, wf1, _, pred in sorted(pages, key=lambda x: page_f1(x[1]))[
+                : args.worst
+            ]:
+                print(f"  {lang} {page_id[:16]} P={_precision(*match):.2f} "
+                      f"R={_recall(*match):.2f} wF1={wf1:.2f} {pred[:80]!r}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from nearDupe.textlines import (
     is_furniture_box,
     trim_edges,
 )
+from nearDupe.texttail import cut_tail
 
 #: Pages longer than this many characters are truncated before parsing.
 DEFAULT_MAX_CHARS = 2_000_000
@@ -212,7 +213,7 @@ class _Readability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = _block_lines(self.html, _NON_TEXT_TAGS | {"h1"}, _NON_TEXT_CLASS)
-        return "\n".join(line for line, _ in trim_edges(cut_comment_thread(lines)))
+        return "\n".join(line for line, _ in trim_edges(cut_tail(cut_comment_thread(lines))))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.

@@ -112,7 +112,7 @@ def is_furniture_box(lines: list[tuple[str, float]]) -> bool:
     total = sum(len(line) for line, _ in lines)
     if total > BOX_MAX_CHARS:
         return False
-    furniture = sum(len(line) for line, links in lines if _is_furniture(line, links))
+    furniture = sum(len(line) for line, links in lines if is_furniture(line, links))
     texts = [line for line, _ in lines]
     if furniture == total and any(_META_LINE.search(x) or _is_date_line(x) for x in texts):
         return True
@@ -211,14 +211,14 @@ def _furniture_run(lines: list[tuple[str, float]], first: int, stop: int, step: 
     for n, i in enumerate(range(first, stop, step)):
         if n + 1 >= abs(stop - first) or n > _TITLE_RUN:
             return 0
-        if _is_furniture(*lines[i]):
+        if is_furniture(*lines[i]):
             return n + 1
-        if not _is_title(lines[i][0]):
+        if not is_title(lines[i][0]):
             return 0
     return 0
 
 
-def _is_title(line: str) -> bool:
+def is_title(line: str) -> bool:
     """A headline, label or name: short, and no sentence in it."""
     if _SENTENCE_END.search(line) is not None:
         return False
@@ -230,7 +230,7 @@ def _cost(line: str) -> int:
     return len(line) if _LETTER.search(line) is not None else 0
 
 
-def _is_furniture(line: str, link_share: float) -> bool:
+def is_furniture(line: str, link_share: float) -> bool:
     """Whether a line at the edge of an article is a template's, not the article's."""
     if link_share >= _FURNITURE_LINKS and len(line) <= _FURNITURE_LINK_CHARS:
         return True

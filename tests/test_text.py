@@ -175,7 +175,7 @@ def test_real_pages_quality() -> None:
     evaluation = _load_eval_module()
     if not (evaluation.data_dir() / "aeb").is_dir():
         pytest.skip(f"evaluation data not found in {evaluation.data_dir()}")
-    cases = evaluation.load_extraction_cases()
+    cases = evaluation.load_extraction_cases(sets=("en", "zh"))
     # A deterministic sample of each language keeps the test fast.
     sample = [c for c in cases if c[0] == "en"][::9] + [c for c in cases if c[0] == "zh"][::4]
     for lang in ("en", "zh"):
@@ -440,3 +440,79 @@ def test_a_comment_thread_that_outranks_a_short_article_is_passed_over() -> None
         texts.append(extract_main_text(page))
         assert texts[-1] == article
     assert texts[0] != texts[1]
+
+
+# The tail of the chosen block: lists of other posts under the article (nearDupe.texttail).
+LONG_ARTICLE = [
+    *ARTICLE,
+    "The park department said the wetlands would also give migrating birds a resting place, "
+    "and that volunteers had already counted more than sixty species along the river.",
+    "Local businesses welcomed the plan, saying more visitors would walk past their shops on "
+    "the way to the water, though some asked for more parking near the main entrance.",
+    "The council will publish the final design in the autumn, after a last round of public "
+    "meetings in each of the three neighbourhoods that border the river.",
+]
+_LONG_BODY = "".join(f"<p>{s}</p>" for s in LONG_ARTICLE)
+_TEASERS = [
+    ("Mayor unveils budget plan", "The mayor presented a budget that cuts spending."),
+    ("School board picks new head", "The board named a new superintendent on Monday."),
+    ("Library opens late on Fridays", "Readers will be able to borrow books until ten."),
+]
+TAIL_PAGES = {
+    # (readability itself drops linked <h1>-<h6> headlines, not these.)
+    "teaser list": "".join(f"<p><a href='/x'>{h}</a></p><p>{t}</p>" for h, t in _TEASERS),
+    "job board": "<h2>Jobs</h2>"
+    + "".join(
+        f"<p><a href='/job'>{job}</a></p><p>{place}</p><p>Full-time role. Apply by Friday.</p>"
+        for job, place in [("Park ranger", "Ames"), ("Clerk", "Dover"), ("Driver", "Salem")]
+    ),
+    "more >": "".join(f"<p>{t}</p><p><a href='/x'>more &gt;</a></p>" for _, t in _TEASERS),
+    "read more": "".join(
+        f"<p><b>{h}</b></p><p>{t}</p><p><a href='/x'>Read More...</a></p>" for h, t in _TEASERS
+    ),
+    "related stories": "<h3>Related stories</h3>"
+    + "".join(f"<p>{h}</p><p>{t}</p>" for h, t in _TEASERS[:2]),
+}
+
+
+@pytest.mark.parametrize("tail", TAIL_PAGES.values(), ids=TAIL_PAGES.keys())
+def test_a_list_of_other_posts_under_the_article_is_cut(tail: str) -> None:
+    page = f"<html><body><div class='story'>{_LONG_BODY}{tail}</div></body></html>"
+    assert extract_main_text(page).split("\n") == LONG_ARTICLE
+
+
+KEPT_ENDINGS = {
+    "short paragraphs": ["Thanks for reading.", "See you next week."],
+    "links in prose": [
+        "Read the <a href='/r'>council report</a> for the full list of costs.",
+        "The <a href='/m'>meeting minutes</a> are online, as is the <a href='/v'>video</a>.",
+        "Questions can go to the <a href='/c'>park office</a>.",
+    ],
+    "a link among short paragraphs": [
+        "Photos by the park department.",
+        "<a href='/p'>The river park plan</a>",
+        "The park opens at dawn.",
+    ],
+    "an FAQ of links": [
+        line for i in "123" for line in (f"<a href='#q{i}'>Is path {i} open?</a>", f"Soon, {i}.")
+    ],
+}
+
+
+@pytest.mark.parametrize("ending", KEPT_ENDINGS.values(), ids=KEPT_ENDINGS.keys())
+def test_an_articles_own_last_paragraphs_are_kept(ending: list[str]) -> None:
+    body = _LONG_BODY + "".join(f"<p>{p}</p>" for p in ending)
+    text = extract_main_text(f"<html><body><div class='story'>{body}</div></body></html>")
+    assert text.split("\n")[: len(LONG_ARTICLE)] == LONG_ARTICLE
+    assert len(text.split("\n")) == len(LONG_ARTICLE) + len(ending)
+
+
+def test_a_list_that_is_most_of_the_page_is_kept() -> None:
+    # A "best of" page: short prose above entries that each end in "read more".
+    entries = "".join(
+        f"<h3>{h}</h3><p>{t} {ARTICLE[0]}</p><p><a href='/x'>Read more</a></p>"
+        for h, t in _TEASERS
+    )
+    page = f"<html><body><div class='story'><p>{ARTICLE[1]}</p>{entries}</div></body></html>"
+    text = extract_main_text(page)
+    assert all(t in text for _, t in _TEASERS)
