@@ -46,7 +46,7 @@ from nearDupe.analysis import analyze_text
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, normalize
-from nearDupe.sitetemplate import SiteTemplate, page_identity, strip_template
+from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
 from nearDupe.store import EmbeddedIndex, IndexHeader
 from nearDupe.store.sites import learned
 from nearDupe.text import extract_main_text
@@ -70,9 +70,9 @@ RULES = {
 FIRST_PAGES = 5
 
 
-def extract(html: str) -> tuple[str, int]:
-    """A page's main text and identity, as the plugin's workers make them."""
-    return extract_main_text(html), page_identity(html, "")
+def extract(html: str) -> tuple[str, str]:
+    """A page's main text and headline, as the plugin's workers find them."""
+    return extract_main_text(html), headline_of(html)
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Tally:
     curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
-def crawl(cases, texts, identities, order, rule, learn: bool) -> Tally:
+def crawl(cases, texts, headlines, order, rule, learn: bool) -> Tally:
     """Crawl the pages in ``order`` through a fresh embedded index; score every decision."""
     k, confirm_k, design, every_page = rule
     analysis_module.SENTENCE_PAGE_LETTERS = 10**9 if every_page else SENTENCE_PAGE_LETTERS
@@ -110,13 +110,17 @@ def crawl(cases, texts, identities, order, rule, learn: bool) -> Tally:
                 site = page.template
                 url = f"http://{i}/"
                 template = SiteTemplate(dict(books[site])) if learn else SiteTemplate()
-                analysis = analyze_text(texts[i], 200, features, template, identities[i])
+                identity = identity_of(headlines[i], url)
+                analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
                 n = seen_in_site[site]
                 seen_in_site[site] += 1
                 if n < FIRST_PAGES:
                     total = len(normalize(texts[i], digits=False)) or 1
                     left = len(
-                        normalize(_kept_text(texts[i], template, identities[i]), digits=False)
+                        normalize(
+                            strip_template(texts[i], identity, template, headlines[i]).text,
+                            digits=False,
+                        )
                     )
                     tally.curve[n].append(1 - left / total)
                 lang = page.lang
@@ -152,10 +156,6 @@ def crawl(cases, texts, identities, order, rule, learn: bool) -> Tally:
                     tally.lost += 1
                     tally.lost_at_0 += match.distance == 0
     return tally
-
-
-def _kept_text(text: str, template: SiteTemplate, identity: int) -> str:
-    return strip_template(text, identity, template).text
 
 
 def main() -> None:
@@ -197,13 +197,13 @@ def main() -> None:
         )
         extracted = run_pool(extract, [p.html for p in cases.pages], args.workers)
         texts = [t for t, _ in extracted]
-        identities = [ident for _, ident in extracted]
+        headlines = [headline for _, headline in extracted]
         order = list(range(len(cases.pages)))
         random.Random(seed).shuffle(order)
         for name in args.rules:
             k = RULES[name][0]
             for learn in modes:
-                t = crawl(cases, texts, identities, order, RULES[name], learn)
+                t = crawl(cases, texts, headlines, order, RULES[name], learn)
                 cells = []
                 for lang in ("en", "zh"):
                     p = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0

@@ -13,7 +13,7 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint_and_signature
-from nearDupe.sitetemplate import SiteTemplate, page_identity, strip_template
+from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -61,6 +61,7 @@ def analyze_text(
     features: FeatureSettings,
     site: SiteTemplate | None = None,
     identity: int = 0,
+    headline: str = "",
 ) -> Analysis:
     """Fingerprint main text, without its ``site``'s template lines: simhash, or an exact hash
     below ``min_length`` letters/digits.
@@ -72,7 +73,7 @@ def analyze_text(
     enable JavaScript" shell) are not judged at all, nor is text mostly seen on the site's
     other pages (``template-text``).
     """
-    stripped = strip_template(text.strip(), identity, site or SiteTemplate())
+    stripped = strip_template(text.strip(), identity, site or SiteTemplate(), headline)
     if stripped.template_text:
         analysis = Analysis(None, "template-text")
     else:
@@ -109,7 +110,8 @@ def analyze_html(
     """Extract the main text of a decoded HTML page (at ``url``), then :func:`analyze_text` it
     without its site's template lines."""
     text = extract_main_text(html, max_chars=max_chars)
-    return analyze_text(text, min_length, features, site, page_identity(html, url))
+    headline = headline_of(html)
+    return analyze_text(text, min_length, features, site, identity_of(headline, url), headline)
 
 
 def detect_encoding(body: bytes) -> str | None:

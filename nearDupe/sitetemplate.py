@@ -3,17 +3,17 @@
 A crawl sees many pages of each site, and whatever recurs across a site's *different* pages (a
 "more >" list of headlines, a job board, another post's teaser, a bio, a notice) is that
 site's template, not its article. Each line of a page's main text is hashed; the store counts,
-per site, the distinct pages (by :func:`page_identity`: the title and first heading) that
-carried each line. A line seen on enough other pages is left out of the page's fingerprint,
-signature and sentences; a page whose text was mostly seen on the site's other pages is not
-fingerprinted at all (``template-text``): no two different articles are joined by the text
-their site wraps them in.
+per site, the stories (:func:`identity_of` a page's headline) that had each line. A line seen
+on another story of the site is left out of the page's fingerprint, signature and sentences;
+a page left with almost nothing of its own is not fingerprinted at all (``template-text``):
+no two different articles are joined by the text their site wraps them in.
 """
 
 from __future__ import annotations
 
 import html as html_lib
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -30,6 +30,9 @@ TEMPLATE_PAGES = 1
 #: A page is ``template-text`` when, its template lines left out, fewer letters than this are
 #: its own: its text is its site's (another post's teaser block extracted on every page).
 TEMPLATE_OWN_LETTERS = 100
+#: A text tells a headline's story when it holds this share of the headline's words: a
+#: headline is made of its story's words (tune half: same-site copies under a new headline).
+TELLS_SHARE = 0.5
 #: Titles remembered per line: enough to reach TEMPLATE_PAGES others besides any one page.
 LINE_TITLES = TEMPLATE_PAGES + 1
 #: Lines remembered per site (a site's template is tens of lines; the rest are articles' own
@@ -42,6 +45,8 @@ _SEED = 0x6E64_7369_7465_6C6E
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
 _H1 = re.compile(r"<h1[^>]*>(.*?)</h1", re.I | re.S)
 _TAG = re.compile(r"<[^>]*>")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORDS = re.compile(r"[^\W\d_]+")
 #: What separates a title's headline from the site's name or a label ("Print: ", "(print)").
 _TITLE_PARTS = re.compile(r"\s[-–—/]\s|[|｜_–—:：·»«()（）\[\]【】]|(?<=[\u3400-\u9fff])-")
 #: Title and heading are looked for in the first this many characters of a page.
@@ -57,26 +62,44 @@ def site_of(url: str) -> str:
     return host.removeprefix("www.")
 
 
-def page_identity(html: str, url: str) -> int:
-    """A 32-bit hash of a page's headline: its first ``<h1>``, else the longest part of its
-    title between separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``), else its
-    URL. Pages of one site with other headlines are different stories, however alike their
-    extracted text; a print view or a second URL of one story is the same story."""
+def headline_of(html: str) -> str:
+    """A page's headline: its first ``<h1>``, else the longest part of its title between
+    separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``); "" if it has none."""
     head = html[:_HEAD_CHARS]
-    headline = ""
     found = _H1.search(head)
-    if found:
-        headline = normalize(_text(found.group(1)))
-    if not headline and (found := _TITLE.search(head)):
-        headline = max(
-            (normalize(part) for part in _TITLE_PARTS.split(_text(found.group(1)))), key=len
-        )
-    data = (headline or url).encode("utf-8", "surrogatepass")
+    headline = _text(found.group(1)).strip() if found else ""
+    if not normalize(headline) and (found := _TITLE.search(head)):
+        parts = _TITLE_PARTS.split(_text(found.group(1)))
+        headline = max(parts, key=lambda part: len(normalize(part))).strip()
+    return headline
+
+
+def identity_of(headline: str, url: str) -> int:
+    """A page's story, as a 32-bit hash of its headline (of its URL if it has none): pages of
+    one site with other headlines are different stories, however alike their extracted text;
+    a print view or a second URL of one story is the same story."""
+    data = (normalize(headline) or url).encode("utf-8", "surrogatepass")
     return xxh3_64_intdigest(data, _SEED) & 0xFFFF_FFFF or 1
 
 
+def tells(text: str, headline: str) -> bool:
+    """Whether ``text`` tells the story of ``headline``: it holds at least TELLS_SHARE of the
+    headline's words (of 3+ letters; Chinese: of its character pairs)."""
+    units = _units(headline)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return bool(units) and sum(unit in folded for unit in units) >= TELLS_SHARE * len(units)
+
+
+def _units(headline: str) -> set[str]:
+    folded = unicodedata.normalize("NFKC", headline).casefold()
+    units = {w for w in _WORDS.findall(_CJK.sub(" ", folded)) if len(w) >= 3}
+    for run in _CJK.findall(folded):
+        units.update(run[i : i + 2] for i in range(len(run) - 1))
+    return units
+
+
 def _text(fragment: str) -> str:
-    return html_lib.unescape(_TAG.sub(" ", fragment))
+    return " ".join(html_lib.unescape(_TAG.sub(" ", fragment)).split())
 
 
 def _line_hash(line: str) -> tuple[int, int] | None:
@@ -111,10 +134,17 @@ class Stripped:
     template_text: bool
 
 
-def strip_template(text: str, identity: int, site: SiteTemplate) -> Stripped:
-    """``text`` without the lines its site's other pages had on TEMPLATE_PAGES pages or more."""
-    kept, hashes = [], []
-    own = removed = 0
+def strip_template(text: str, identity: int, site: SiteTemplate, headline: str = "") -> Stripped:
+    """``text`` without the lines its site's other stories had (on TEMPLATE_PAGES or more).
+
+    A page left with too little of its own is ``template-text``, unless all it shares was seen
+    on one other story and what it shares tells its own ``headline``: then it is that story
+    under another headline (a site republishing it), judged whole, so the index finds it a
+    copy. Another post's teaser block, extracted on every page of a site, tells no page's
+    headline.
+    """
+    kept, shared, hashes = [], [], []
+    own = removed = most = 0
     for line in text.splitlines():
         hashed = _line_hash(line)
         if hashed is None:
@@ -122,11 +152,17 @@ def strip_template(text: str, identity: int, site: SiteTemplate) -> Stripped:
             continue
         h, letters = hashed
         hashes.append(h)
-        if site.lines and site.others(h, identity) >= TEMPLATE_PAGES:
+        others = site.others(h, identity) if site.lines else 0
+        most = max(most, others)
+        if others >= TEMPLATE_PAGES:
             removed += letters
+            shared.append(line)
         else:
             own += letters
             kept.append(line)
-    template_text = removed > 0 and own < TEMPLATE_OWN_LETTERS
     distinct = tuple(dict.fromkeys(hashes))[:PAGE_LINES]
-    return Stripped("\n".join(kept), distinct, template_text)
+    if not removed or own >= TEMPLATE_OWN_LETTERS:
+        return Stripped("\n".join(kept), distinct, False)
+    if most == 1 and tells("\n".join(shared), headline):
+        return Stripped(text, distinct, False)
+    return Stripped("", distinct, True)

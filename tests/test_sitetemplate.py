@@ -8,7 +8,8 @@ from nearDupe.sitetemplate import (
     LINE_TITLES,
     TEMPLATE_PAGES,
     SiteTemplate,
-    page_identity,
+    headline_of,
+    identity_of,
     site_of,
     strip_template,
 )
@@ -49,13 +50,13 @@ def test_identity_is_the_headline_whatever_the_site_adds() -> None:
         "<TITLE>The Ledger — Council passes budget</TITLE>",
         "<title>Story | The Ledger</title><h1 class='x'>Council <b>passes</b> budget</h1>",
     ]
-    assert len({page_identity(html, "http://a/") for html in same}) == 1
-    assert page_identity("<title>Bridge reopens | The Ledger</title>", "") != page_identity(
-        same[0], ""
-    )
+    assert {headline_of(html) for html in same} == {"Council passes budget"}
+    assert len({identity_of(headline_of(html), "http://a/") for html in same}) == 1
+    other = identity_of(headline_of("<title>Bridge reopens | The Ledger</title>"), "")
+    assert other != identity_of("Council passes budget", "")
     # No title nor heading: the URL tells pages apart.
-    assert page_identity("<p>x</p>", "http://a/1") != page_identity("<p>x</p>", "http://a/2")
-    assert page_identity("<p>x</p>", "") != 0
+    assert identity_of(headline_of("<p>x</p>"), "http://a/1") != identity_of("", "http://a/2")
+    assert identity_of("", "") != 0
 
 
 def test_lines_seen_on_other_stories_are_left_out() -> None:
@@ -84,6 +85,19 @@ def test_text_seen_on_the_sites_other_stories_is_template_text() -> None:
     assert analysis.lines and analysis.identity == 2
     # The same text under the same headline is that page again, not template.
     assert not strip_template(teaser, 1, site).template_text
+
+
+def test_a_story_republished_under_a_new_headline_is_judged_whole() -> None:
+    """Every line seen on one other story, but the text tells this page's headline: the site
+    republished that story; the page keeps its text, so the index finds it a copy."""
+    site = taught((1, ARTICLE))
+    again = strip_template(ARTICLE, 2, site, "Council budget story: paragraph words")
+    assert again.text == ARTICLE and not again.template_text
+    # A headline the text does not tell: the text is the site's, not this page's story.
+    assert strip_template(ARTICLE, 2, site, "Harbor bridge reopens").template_text
+    # Seen on two other stories: template, whatever the headline.
+    site = taught((1, ARTICLE), (3, ARTICLE))
+    assert strip_template(ARTICLE, 2, site, "Council budget story").template_text
 
 
 def test_learning_counts_each_story_once_and_caps_titles() -> None:

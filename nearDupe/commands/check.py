@@ -16,7 +16,7 @@ from nearDupe.analysis import Analysis, analyze_text, detect_encoding, language_
 from nearDupe.commands._index import IndexView
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import to_hex
-from nearDupe.sitetemplate import page_identity
+from nearDupe.sitetemplate import headline_of, identity_of
 from nearDupe.text import extract_main_text
 
 
@@ -61,8 +61,11 @@ def analyze_page(
     if decoded.skip_reason:
         return "", Analysis(None, decoded.skip_reason)
     main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
-    site, identity = view.site_template(response.url), page_identity(decoded.html, response.url)
-    return main, analyze_text(main, config.min_text_length, view.features, site, identity)
+    site, headline = view.site_template(response.url), headline_of(decoded.html)
+    identity = identity_of(headline, response.url)
+    return main, analyze_text(
+        main, config.min_text_length, view.features, site, identity, headline
+    )
 
 
 def check_page(
