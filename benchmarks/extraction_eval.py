@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_dir, decode
 from _quality_cases import site_half
 
-import nearDupe.text as text_module
+import nearDupe.readability_text as readability_module
 from nearDupe.text import extract_main_text
 
 Case = tuple[str, str, str, str]
@@ -178,11 +178,11 @@ def visible_text(html: str) -> str:
 
 def without_tail_cut(html: str) -> str:
     """nearDupe's extractor before the tail rule (nearDupe.texttail), for a side-by-side run."""
-    cut, text_module.cut_tail = text_module.cut_tail, lambda lines: lines
+    cut, readability_module.cut_tail = readability_module.cut_tail, lambda lines: lines
     try:
         return extract_main_text(html)
     finally:
-        text_module.cut_tail = cut
+        readability_module.cut_tail = cut
 
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {

@@ -1,0 +1,194 @@
+"""readability-lxml made to return the chosen article's block text (CJK-aware, furniture out)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+
+import lxml.html
+from readability import Document
+from readability.readability import REGEXES
+
+from nearDupe.textblocks import NON_TEXT_CLASS, NON_TEXT_TAGS, block_lines, class_id, text_length
+from nearDupe.textlines import (
+    BOX_MAX_CHARS,
+    SPACE,
+    THREAD_STAMPS,
+    TIME_RE,
+    cut_comment_thread,
+    is_cjk,
+    is_comment_thread,
+    is_furniture_box,
+    trim_edges,
+)
+from nearDupe.texttail import cut_tail
+
+# Readability scores a paragraph by its commas; Chinese and Japanese text uses these instead.
+_COMMAS = re.compile(r"[,，、]")
+
+#: On Chinese and Japanese pages readability's paragraph scores (commas, a length bonus capped
+#: at 300 characters, a base score per paragraph) can rank a block of several short paragraphs
+#: (a copyright notice, a long reply under a forum post) above a short one-paragraph article.
+#: Every page of such a site would then yield the same text. So there, prose blocks that come
+#: before the chosen one (an article precedes its notices, comments and replies), outside it,
+#: scoring at least _RIVAL_SHARE of it (without class-name bonuses), of at least
+#: _RIVAL_MIN_CHARS characters and not link lists, are kept too: some boilerplate in the text is
+#: better than the article missing from it. (Not on English pages: there the scores are
+#: reliable and the blocks before the article are cookie banners and teasers.)
+_RIVAL_SHARE = 0.5
+_RIVAL_MIN_CHARS = 100
+_RIVAL_MAX_LINKS = 0.25
+_BOX_SKIPS = 3
+
+#: Elements inside the article named like furniture, holding at most this share of its text,
+#: are dropped.
+_FURNITURE_BLOCK_SHARE = 0.3
+_FURNITURE_CLASS = re.compile(
+    r"byline|dateline|author|timestamp|publish|comment|share|social|related|breadcrumb|"
+    r"(?:^|[\s_-])tags?(?:$|[\s_-])|tag-?list|newsletter|subscribe|recommend|copyright|"
+    r"disclaimer|(?:^|[\s_-])meta(?:$|[\s_-])",
+    re.I,
+)
+
+
+class BlockReadability(Document):
+    """readability-lxml that counts CJK commas and returns block-aware text, not HTML."""
+
+    found_candidate = False
+    _rivals: Sequence[lxml.html.HtmlElement] = ()
+
+    def _parse(self, input: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+        # The tree comes cleaned by nearDupe.text (readability's own cleaner spends most of its
+        # time rewriting javascript: links); each pass of summary() mutates a fresh copy.
+        return copy.deepcopy(input)
+
+    def select_best_candidate(self, candidates: dict) -> dict | None:
+        for _ in range(_BOX_SKIPS):
+            top = max(candidates.values(), key=lambda c: c["content_score"], default=None)
+            if top is None or not _is_passed_over(top["elem"]):
+                break
+            del candidates[top["elem"]]
+        best = super().select_best_candidate(candidates)
+        self.found_candidate = best is not None
+        self._rivals = []
+        if best is not None and is_cjk(SPACE.sub("", best["elem"].text_content() or "")):
+            self._rivals = self._rival_blocks(candidates, best)
+        return best
+
+    def _rival_blocks(self, candidates: dict, best: dict) -> list[lxml.html.HtmlElement]:
+        """Prose blocks before the best candidate, outside it, scoring nearly as high: the
+        outermost ones, in page order."""
+        elem = best["elem"]
+        floor = _RIVAL_SHARE * best["content_score"]
+        # Rivals without their class-name bonus: "content"/"post" teasers are not article text.
+        rivals = {
+            e
+            for e, c in candidates.items()
+            if e is not elem
+            and c["content_score"] - max(self.class_weight(e), 0) >= floor
+            and text_length(e) >= _RIVAL_MIN_CHARS
+            and self.get_link_density(e) <= _RIVAL_MAX_LINKS
+        }
+        if not rivals:
+            return []
+        rivals -= set(elem.iterancestors())
+        rivals -= set(elem.iterdescendants())
+        order = {e: i for i, e in enumerate(self.html.iter())}
+        return sorted(
+            (
+                e
+                for e in rivals
+                if order[e] < order[elem] and not any(a in rivals for a in e.iterancestors())
+            ),
+            key=order.__getitem__,
+        )
+
+    def get_article(
+        self, candidates: dict, best_candidate: dict, html_partial: bool = False
+    ) -> lxml.html.HtmlElement:
+        # readability may have swapped the best candidate for an enclosing <article>/<main>.
+        elem = best_candidate["elem"]
+        related = set(elem.iterancestors()) | set(elem.iterdescendants())
+        rivals = [e for e in self._rivals if e not in related]
+        output = super().get_article(candidates, best_candidate, html_partial=html_partial)
+        for i, rival in enumerate(r for r in rivals if output not in r.iterancestors()):
+            output.insert(i, rival)
+        return output
+
+    # The two methods below are readability's own, made cheaper for large pages.
+
+    def get_link_density(self, elem: lxml.html.HtmlElement) -> float:
+        link_length = sum(text_length(link) for link in elem.iterdescendants("a"))
+        return link_length / max(text_length(elem), 1)
+
+    def remove_unlikely_candidates(self) -> None:
+        for elem in self.html.xpath("//*[@class or @id]"):
+            names = class_id(elem)
+            if (
+                len(names) >= 2
+                and REGEXES["unlikelyCandidatesRe"].search(names)
+                and not REGEXES["okMaybeItsACandidateRe"].search(names)
+                and elem.tag not in ("html", "body")
+                and not elem.xpath("ancestor-or-self::pre | ancestor-or-self::code")
+                and not elem.xpath(
+                    "descendant-or-self::main | descendant-or-self::article | "
+                    "descendant-or-self::math"
+                )
+            ):
+                elem.drop_tree()
+
+    def get_clean_html(self) -> str:
+        _drop_furniture_blocks(self.html)
+        lines = block_lines(self.html, NON_TEXT_TAGS | {"h1"}, NON_TEXT_CLASS)
+        return "\n".join(line for line, _ in trim_edges(cut_tail(cut_comment_thread(lines))))
+
+    def score_paragraphs(self) -> dict:
+        # readability's own scoring, except that it counts CJK commas too.
+        candidates: dict = {}
+        for elem in self.tags(self._html(), "p", "pre", "td", "blockquote"):
+            parent = elem.getparent()
+            if parent is None:
+                continue
+            grand_parent = parent.getparent()
+            inner_text = SPACE.sub(" ", elem.text_content() or "").strip()
+            if len(inner_text) < self.min_text_length:
+                continue
+            score = 2 + len(_COMMAS.findall(inner_text)) + min(len(inner_text) / 100, 3)
+            if parent not in candidates:
+                candidates[parent] = self.score_node(parent)
+            candidates[parent]["content_score"] += score
+            if grand_parent is not None:
+                if grand_parent not in candidates:
+                    candidates[grand_parent] = self.score_node(grand_parent)
+                candidates[grand_parent]["content_score"] += score / 2
+        for elem, candidate in candidates.items():
+            candidate["content_score"] *= 1 - self.get_link_density(elem)
+        return candidates
+
+
+def _is_passed_over(elem: lxml.html.HtmlElement) -> bool:
+    """Whether readability's top candidate is page furniture or a comment thread, not an
+    article (its lines are only split when it is short or holds enough times of day)."""
+    text = elem.text_content() or ""
+    if len(text) > BOX_MAX_CHARS and len(TIME_RE.findall(text)) < THREAD_STAMPS:
+        return False
+    lines = block_lines(elem, NON_TEXT_TAGS, NON_TEXT_CLASS)
+    return is_furniture_box(lines) or is_comment_thread(lines)
+
+
+def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
+    """Drop the elements named like page furniture (bylines, share and tag bars, related
+    links, comments) inside the chosen article, unless one holds much of its text (then the
+    name is a site's quirk: a "post-author" or "has-comments" article)."""
+    total = text_length(root)
+    found = [
+        e
+        for e in root.iterdescendants()
+        if isinstance(e.tag, str)
+        and (e.get("class") or e.get("id"))
+        and _FURNITURE_CLASS.search(class_id(e)) is not None
+    ]
+    for elem in found:
+        if elem.getparent() is not None and text_length(elem) <= _FURNITURE_BLOCK_SHARE * total:
+            elem.drop_tree()

@@ -1,0 +1,99 @@
+"""The embedded index directory's other files: the lock, and the tables' numpy snapshot."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+from xxhash import xxh3_64_intdigest
+
+from nearDupe.designs import Design
+from nearDupe.errors import IndexFileError, IndexLocked
+from nearDupe.index import BlockIndex
+from nearDupe.store.embedded_sqlite import meta, set_meta, to_unsigned
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock
+    fcntl = None  # type: ignore[assignment]
+
+#: Logged under the index's module name, which logging settings know.
+logger = logging.getLogger("nearDupe.store.embedded")
+
+_SNAPSHOT, _LOCK = "tables.npy", "lock"
+
+
+def _checksum(keys: np.ndarray) -> str:
+    """xxh3-64 of a snapshot's table bytes (catches bit rot that keeps the shape intact)."""
+    return f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
+
+
+def lock(path: Path) -> BinaryIO:
+    """The index directory's lock file (created with the directory), held by this process."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        lock_file = open(path / _LOCK, "a+b")  # noqa: SIM115 - held while open
+    except OSError as exc:
+        raise IndexFileError(f"cannot open index directory {path}: {exc}") from exc
+    if fcntl is not None:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock_file.close()
+            raise IndexLocked(
+                f"index {path} is open in another process; the embedded index serves "
+                "one process at a time: share an index between processes with "
+                "NEARDUPE_INDEX='redis://host:port/db'"
+            ) from None
+    return lock_file
+
+
+def load_tables(db: sqlite3.Connection, path: Path, design: Design) -> BlockIndex:
+    """The tables of every stored page: the snapshot's, then the pages added after it."""
+    snapshot_rows = int(meta(db, "snapshot_rows") or 0)
+    index = _read_snapshot(db, path, design, snapshot_rows)
+    if index is None:
+        index, snapshot_rows = BlockIndex(design), 0
+    rest = db.execute("SELECT fp FROM pages WHERE id > ?", (snapshot_rows,))
+    index.add_many(np.fromiter((to_unsigned(r[0]) for r in rest), dtype=np.uint64))
+    return index
+
+
+def _read_snapshot(
+    db: sqlite3.Connection, path: Path, design: Design, rows: int
+) -> BlockIndex | None:
+    """The tables of the first ``rows`` pages from the snapshot, or None if it is unusable."""
+    snapshot = path / _SNAPSHOT
+    if not rows:
+        return None
+    expected = db.execute("SELECT COUNT(*) FROM pages WHERE id <= ?", (rows,))
+    checksum = meta(db, "snapshot_xxh3")
+    try:
+        keys = np.load(snapshot, allow_pickle=False)
+        if keys.ndim != 2 or keys.shape[-1] != expected.fetchone()[0]:
+            raise ValueError(f"holds {keys.shape[-1]} fingerprints, expected otherwise")
+        if checksum is not None and _checksum(keys) != checksum:
+            raise ValueError("checksum mismatch")
+        return BlockIndex.from_run(design, keys)
+    except (OSError, ValueError, EOFError) as exc:
+        logger.warning("Rebuilding the tables of index %s from its pages: %s", path, exc)
+        return None
+
+
+def save_snapshot(db: sqlite3.Connection, path: Path, index: BlockIndex) -> None:
+    """Write the sorted tables of the committed pages and record them in ``db``."""
+    rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+    keys = index.compact()
+    tmp = path / (_SNAPSHOT + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, keys, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path / _SNAPSHOT)
+    set_meta(db, "snapshot_rows", str(rows))
+    set_meta(db, "snapshot_xxh3", _checksum(keys))
+    db.commit()

@@ -1,0 +1,124 @@
+"""The embedded index's SQLite file: schema, header check, and fingerprints as SQLite integers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from pathlib import Path
+
+from nearDupe.errors import IndexFileError, IndexSettingsMismatch
+from nearDupe.shorttext import Sentences
+from nearDupe.store import droplog
+from nearDupe.store.base import IndexHeader
+
+#: Logged under the index's module name, which logging settings know.
+logger = logging.getLogger("nearDupe.store.embedded")
+
+_SIGN = 1 << 63
+#: The SQLite file in the index directory.
+DB = "pages.sqlite3"
+
+
+def to_signed(fp: int) -> int:
+    """A uint64 fingerprint as SQLite's signed 64-bit INTEGER."""
+    return fp - (1 << 64) if fp >= _SIGN else fp
+
+
+def to_unsigned(value: int) -> int:
+    """Inverse of :func:`to_signed`."""
+    return value + (1 << 64) if value < 0 else value
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """The index directory's SQLite file, opened in WAL mode with its tables created."""
+    db_path = path / DB
+    db = None
+    try:
+        db = sqlite3.connect(db_path, isolation_level="DEFERRED", check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS pages (
+                id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
+                added REAL NOT NULL, sig INTEGER);
+            CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
+            CREATE TABLE IF NOT EXISTS sentences (
+                sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
+                key TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
+            """
+            + droplog.SCHEMA
+        )
+        db.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        raise IndexFileError(f"index file {db_path} is unusable: {exc}") from exc
+    return db
+
+
+def meta(db: sqlite3.Connection, name: str) -> str | None:
+    """The value stored under ``name`` in the meta table, if any."""
+    row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(db: sqlite3.Connection, name: str, value: str) -> None:
+    """Store ``value`` under ``name`` in the meta table (uncommitted)."""
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+
+
+def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> None:
+    """Write ``header`` into a new index, or check it against the stored one (a new design
+    only has the tables rebuilt)."""
+    db_path = path / DB
+    stored = meta(db, "header")
+    if stored is None:
+        if db.execute("SELECT 1 FROM pages LIMIT 1").fetchone():
+            raise IndexFileError(f"index file {db_path} has pages but no header")
+        set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
+        db.commit()
+        return
+    try:
+        stored_header = json.loads(stored)
+    except ValueError as exc:
+        raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
+    problems = header.mismatches(stored_header, design=False)
+    if problems:
+        raise IndexSettingsMismatch(
+            f"index {db_path} was built with other settings: {'; '.join(problems)}. "
+            "Open it with its own settings or point NEARDUPE_INDEX at a new location."
+        )
+    if stored_header.get("design") != header.design:
+        # The tables are derived from the pages: rebuilt for the new design, once.
+        logger.info(
+            "Index %s: rebuilding its tables for design %s (was %s)",
+            path,
+            header.design,
+            stored_header.get("design"),
+        )
+        set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
+        set_meta(db, "snapshot_rows", "0")
+        db.commit()
+
+
+def committed_holders(
+    db: sqlite3.Connection,
+    sentences: Sentences,
+    unsaved: list[tuple[int, str, int, int]] | None = None,
+) -> list[tuple[int, str, int, int]]:
+    """(sentence, key, fp, sentence letters) of the pages in ``db`` (then ``unsaved``) that
+    have one of ``sentences``, in the order of ``sentences``, oldest first for each."""
+    wanted = [to_signed(sentence) for sentence, _ in sentences]
+    rows = db.execute(
+        f"SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN "
+        f"({','.join('?' * len(wanted))}) ORDER BY rowid",
+        wanted,
+    ).fetchall()
+    found = [(to_unsigned(s), key, to_unsigned(fp), n) for s, key, fp, n in rows]
+    found += unsaved or []
+    position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
+    return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first

@@ -1,0 +1,106 @@
+"""Which Redis errors are retried and which refuse for good, and the retry loop of every call."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from redis.exceptions import (
+    AuthenticationError,
+    AuthenticationWrongNumberOfArgsError,
+    AuthorizationError,
+    ClusterDownError,
+    NoPermissionError,
+    RedisClusterException,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from nearDupe.errors import IndexAccessDenied, StoreUnavailable
+
+#: Logged under the store's module name, which logging settings know.
+logger = logging.getLogger("nearDupe.store.redis")
+
+T = TypeVar("T")
+
+#: Errors after which a call is retried: Redis is away, restarting, loading or failing over.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,  # includes BusyLoadingError (restarted, still reading its AOF)
+    RedisTimeoutError,
+    ClusterDownError,
+    TryAgainError,
+    TimeoutError,
+    OSError,
+    RedisClusterException,  # no cluster node reachable
+)
+
+#: Refusals no retry cures (they subclass ConnectionError or ResponseError in redis-py).
+REFUSALS: tuple[type[BaseException], ...] = (
+    AuthenticationError,
+    AuthorizationError,
+    AuthenticationWrongNumberOfArgsError,
+    NoPermissionError,
+    ssl.SSLCertVerificationError,
+)
+
+
+def refusal(exc: BaseException) -> BaseException | None:
+    """The refusal behind an error (redis-py wraps a TLS failure in a ConnectionError), if
+    Redis or its certificate refused this client for good; else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, REFUSALS):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def denied(name: str, url: str, exc: BaseException) -> IndexAccessDenied:
+    """The error that stops the crawl when Redis refused this client (``exc``)."""
+    return IndexAccessDenied(
+        f"Redis index {name!r} at {url} refused this client "
+        f"({type(exc).__name__}: {exc}); check the credentials, the user's permissions "
+        "and the TLS settings in NEARDUPE_INDEX"
+    )
+
+
+async def retrying(
+    what: str,
+    call: Callable[[bool], Awaitable[T]],
+    *,
+    name: str,
+    url: str,
+    retry_seconds: float,
+) -> T:
+    """Run call(retried), retrying transient errors for up to ``retry_seconds``.
+
+    Each attempt is bounded by the socket timeouts (at most ``retry_seconds``), so a call
+    gives up after about ``retry_seconds`` plus one socket timeout, even if Redis hangs.
+    """
+    deadline = time.monotonic() + retry_seconds
+    delay, attempts = 0.05, 0
+    while True:
+        attempts += 1
+        try:
+            return await call(attempts > 1)
+        except REFUSALS as exc:
+            raise denied(name, url, exc) from None
+        except TRANSIENT_ERRORS as exc:
+            if (refused := refusal(exc)) is not None:
+                raise denied(name, url, refused) from None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StoreUnavailable(
+                    f"Redis index {name!r} at {url} unavailable for {what} "
+                    f"after {attempts} attempts in {retry_seconds:g} s: {exc!r}"
+                ) from exc
+            logger.debug(
+                "Redis %s failed (%r); retrying in %.2f s", what, exc, min(delay, remaining)
+            )
+            await asyncio.sleep(min(delay, remaining))
+            delay *= 2

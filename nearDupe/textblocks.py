@@ -1,0 +1,103 @@
+"""An element's text a line per block (the walker readability's output and the fallback share)."""
+
+from __future__ import annotations
+
+import re
+
+import lxml.etree
+import lxml.html
+
+from nearDupe.textlines import SPACE, dense_length
+
+# fmt: off
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "body", "br", "center", "dd", "details",
+    "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+    "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li", "main", "menu",
+    "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th",
+    "thead", "tr", "ul",
+})
+#: Never article text, even inside the element readability picked: image captions and photo
+#: credits (the benchmarks' human-written bodies leave them out), navigation and widgets.
+NON_TEXT_TAGS = frozenset({
+    "aside", "button", "canvas", "embed", "figcaption", "figure", "iframe", "nav", "noscript",
+    "object", "select", "svg", "textarea",
+})
+# Without readability's choice, also drop page chrome and anything named like boilerplate.
+_CHROME_TAGS = NON_TEXT_TAGS | {
+    "footer", "form", "head", "header", "input", "title",
+}
+# fmt: on
+NON_TEXT_CLASS = re.compile(r"caption|credit", re.I)
+_CHROME_CLASS = re.compile(
+    r"caption|credit|nav|menu|footer|comment|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|share|social|"
+    r"related|sidebar|breadcrumb|banner|copyright|recommend",
+    re.I,
+)
+
+
+def fallback_text(root: lxml.html.HtmlElement) -> str:
+    """Visible body text without navigation, footers, forms, comments, ads and share widgets."""
+    body = root.find("body")
+    return _block_text(body if body is not None else root, _CHROME_TAGS, _CHROME_CLASS)
+
+
+def _block_text(
+    root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
+) -> str:
+    """Text of an element, a line per block, without the skipped tags and classes/ids."""
+    return "\n".join(line for line, _ in block_lines(root, skip_tags, skip_class))
+
+
+def block_lines(
+    root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
+) -> list[tuple[str, float]]:
+    """(text, share of it inside links) of each block of an element, in order, without the
+    skipped tags and classes/ids."""
+    parts: list[tuple[str, bool]] = []
+    links = 0  # depth inside <a> elements
+    walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
+    for event, elem in walker:
+        tag = elem.tag
+        if event == "start":
+            if tag == "a":
+                links += 1  # its "end" event comes even when its subtree is skipped
+            if tag in skip_tags or skip_class.search(class_id(elem)) is not None:
+                walker.skip_subtree()
+                continue
+            if tag in _BLOCK_TAGS:
+                parts.append(("\n", False))
+            if elem.text:
+                parts.append((elem.text, links > 0))
+            continue
+        if tag in _BLOCK_TAGS:
+            parts.append(("\n", False))
+        if tag == "a":
+            links -= 1
+        if elem.tail and elem is not root:
+            parts.append((elem.tail, links > 0))
+    lines: list[tuple[str, float]] = []
+    text: list[str] = []
+    linked = 0
+    for part, in_link in [*parts, ("\n", False)]:
+        pieces = part.split("\n")
+        for i, piece in enumerate(pieces):
+            if i:
+                line = SPACE.sub(" ", "".join(text)).strip()
+                if line:
+                    lines.append((line, min(linked / dense_length(line), 1.0)))
+                text, linked = [], 0
+            text.append(piece)
+            if in_link:
+                linked += dense_length(piece)
+    return lines
+
+
+def text_length(elem: lxml.html.HtmlElement) -> int:
+    """Characters of an element's text, runs of whitespace counted as one space."""
+    return len(" ".join((elem.text_content() or "").split()))
+
+
+def class_id(elem: lxml.html.HtmlElement) -> str:
+    """An element's class and id attributes, space-separated."""
+    return f"{elem.get('class', '')} {elem.get('id', '')}"
