@@ -47,6 +47,7 @@ _H1 = re.compile(r"<h1[^>]*>(.*?)</h1", re.I | re.S)
 _TAG = re.compile(r"<[^>]*>")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORDS = re.compile(r"[^\W\d_]+")
+_NOT_LETTERS = re.compile(r"[\W\d_]+")
 #: What separates a title's headline from the site's name or a label ("Print: ", "(print)").
 _TITLE_PARTS = re.compile(r"\s[-–—/]\s|[|｜_–—:：·»«()（）\[\]【】]|(?<=[\u3400-\u9fff])-")
 #: Title and heading are looked for in the first this many characters of a page.
@@ -105,7 +106,7 @@ def _text(fragment: str) -> str:
 def _line_hash(line: str) -> tuple[int, int] | None:
     """(hash of a line's letters, their number), or None for a line without letters; digits
     are left out, so lines that differ by a date or a counter are the same line."""
-    norm = normalize(line, digits=False)
+    norm = _NOT_LETTERS.sub("", unicodedata.normalize("NFKC", line).casefold())
     if not norm:
         return None
     return xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _SEED), len(norm)
