@@ -65,6 +65,12 @@ RULES = {
     ),
     "Redis": (REDIS_K, REDIS_CONFIRM_K, Design.default_for(REDIS_K, shared=True).name, False),
     "k3+sentences": (3, EMBEDDED_CONFIRM_K, "20-table", True),
+    "embedded+sentences": (
+        EMBEDDED_K,
+        EMBEDDED_CONFIRM_K,
+        Design.default_for(EMBEDDED_K, shared=False).name,
+        True,
+    ),
 }
 #: The first this many pages of a site are reported one by one (learning curve).
 FIRST_PAGES = 5
