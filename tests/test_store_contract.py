@@ -412,7 +412,7 @@ def test_sites_learn_as_the_python_rule(backend: Backend) -> None:
     from nearDupe.store.sites import learned
 
     rng = random.Random(7)
-    sites = ["news.example", "blog.example", "例子.example"]
+    sites = ["news.example", "blog.example", "例子.example", "odd\udc80.example"]
     pages = [
         (rng.choice(sites), rng.randrange(1, 2**32), rng.sample(range(1, 60), 12))
         for _ in range(40)

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from nearDupe.sitetemplate import LINE_TITLES, SITE_LINES, SiteTemplate
+from nearDupe.store.base import storable_key
 
 #: Sites whose lines the embedded index keeps in memory (the rest are read back on demand):
 #: at most ~100 B per line in Python, so ~50 MB.
@@ -90,11 +91,12 @@ class SqliteSites:
 
     def template(self, host: str) -> SiteTemplate:
         """What the site's pages taught so far."""
-        return SiteTemplate(dict(self._book(host))) if host else SiteTemplate()
+        return SiteTemplate(dict(self._book(storable_key(host)))) if host else SiteTemplate()
 
     def learn(self, host: str, identity: int, lines: Iterable[int]) -> None:
         """Count a decided page's lines (durable at the next :meth:`write`)."""
         if host and identity:
+            host = storable_key(host)  # a host from the web may hold a lone surrogate
             self._cache[host] = learned(self._book(host), identity, lines)
             self._dirty.add(host)
 
