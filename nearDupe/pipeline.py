@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import CloseSpider
@@ -22,17 +20,15 @@ from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.logstats import counts_line, plural
-from nearDupe.report import Decision, ReportWriter
+from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
-from nearDupe.workers import AnalysisTimeout, within
+from nearDupe.workers import AnalysisTimeout, off_the_loop, within
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: The finish reason of a crawl stopped at start because its index cannot be used.
 INDEX_UNUSABLE = "neardupe_index_unusable"
@@ -71,7 +67,7 @@ class NearDupePipeline:
         """Open the index (a bad index stops the crawl here, with the reason) and the report."""
         logger.info("nearDupe: opening index %s", self.config.public_index)
         try:
-            self.store = await _off_the_loop(
+            self.store = await off_the_loop(
                 partial(
                     open_store,
                     self.config.index,
@@ -135,7 +131,7 @@ class NearDupePipeline:
     async def process_item(self, item: Any) -> Any:
         """Return the item, or raise NearDuplicate naming the page it duplicates."""
         decision = await self.decide(item)
-        self._record(decision)
+        record(self.stats, self.report, decision)
         if decision.decision == "dropped":
             raise NearDuplicate(decision.message, log_level="INFO")
         return item
@@ -254,26 +250,3 @@ class NearDupePipeline:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
         return Decision(record[1], "kept", record[0], reason="index-unavailable")
-
-    def _record(self, decision: Decision) -> None:
-        self.stats.inc_value("neardupe/seen")
-        if decision.decision == "skipped":
-            self.stats.inc_value(f"neardupe/skipped/{decision.reason}")
-            logger.debug("nearDupe: kept %s unchecked (%s)", decision.url, decision.reason)
-        else:
-            self.stats.inc_value(f"neardupe/{decision.decision}")
-        if decision.distance is not None:
-            self.stats.inc_value(f"neardupe/distance/{decision.distance}")
-        if self.report is not None:
-            self.report.write(decision)
-
-
-async def _off_the_loop(func: Callable[[], T]) -> T:
-    """func() in a thread when an asyncio loop runs (reading an index's tables, compiling the
-    search kernels on a first run, ~3 s, or Redis's handshake must not hold the reactor);
-    inline otherwise (another reactor)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return func()
-    return await loop.run_in_executor(None, func)

@@ -98,3 +98,17 @@ def read_report(path: str | Path) -> list[dict[str, Any]]:
     """Every decision in a report file."""
     with Path(path).open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def record(stats: Any, report: ReportWriter | None, decision: Decision) -> None:
+    """Count a decision under ``neardupe/`` in the crawl's stats and write its report line."""
+    stats.inc_value("neardupe/seen")
+    if decision.decision == "skipped":
+        stats.inc_value(f"neardupe/skipped/{decision.reason}")
+        logger.debug("nearDupe: kept %s unchecked (%s)", decision.url, decision.reason)
+    else:
+        stats.inc_value(f"neardupe/{decision.decision}")
+    if decision.distance is not None:
+        stats.inc_value(f"neardupe/distance/{decision.distance}")
+    if report is not None:
+        report.write(decision)

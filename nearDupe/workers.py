@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import os
@@ -11,16 +12,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
 from nearDupe.analysis import warm_up
 from nearDupe.features import FeatureSettings
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -125,3 +123,14 @@ class WorkerPool:
     def close(self) -> None:
         """Stop the workers (pending work is cancelled)."""
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+async def off_the_loop(func: Callable[[], T]) -> T:
+    """func() in a thread when an asyncio loop runs (reading an index's tables, compiling the
+    search kernels on a first run, ~3 s, or Redis's handshake must not hold the reactor);
+    inline otherwise (another reactor)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return func()
+    return await loop.run_in_executor(None, func)
