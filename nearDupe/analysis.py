@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from nearDupe.features import FeatureSettings, tokenize
+from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import (
     SENTENCE_PAGE_LETTERS,
     Sentences,
@@ -123,6 +123,6 @@ def detect_encoding(body: bytes) -> str | None:
 
 
 def warm_up(features: FeatureSettings) -> None:
-    """Load jieba's dictionary and the IDF tables once per worker process, before pages come."""
-    tokenize("warm up 预热")
-    analyze_text("warm up " * 50 + "预热" * 50, 0, features)
+    """Load the English IDF table and the extractor once per worker process, before pages come
+    (jieba waits for the first Chinese page: see workers.analyze_within)."""
+    analyze_text("warm up " * 50, 0, features)

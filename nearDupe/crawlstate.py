@@ -88,8 +88,9 @@ class CrawlState:
         """The one pool of analysis workers, stopped with the engine."""
         if self.config.workers > 0:
             logger.info(
-                "nearDupe: starting %d analysis worker processes (each loads jieba's "
-                "dictionary and the IDF tables, about a second, while the crawl starts)",
+                "nearDupe: starting %d analysis worker processes (each loads the extractor "
+                "and the English IDF table while the crawl starts, and jieba's dictionary, "
+                "about a second, before its first Chinese page)",
                 self.config.workers,
             )
         pool = WorkerPool(self.config.workers, self.config.features)

@@ -79,6 +79,17 @@ def _english_idf() -> dict[str, float]:
     return idf
 
 
+def has_chinese(text: str) -> bool:
+    """Whether ``text`` has a run of CJK ideographs (its words need jieba)."""
+    return _CJK_RUN.search(text) is not None
+
+
+def load_chinese() -> None:
+    """Load jieba's dictionary and its IDF table (about a second and 190 MB, once a process)."""
+    _jieba()
+    _chinese_idf()
+
+
 def tokenize(text: str) -> list[str]:
     """NFKC-normalize and case-fold text, then split it into words (jieba for Chinese runs)."""
     text = unicodedata.normalize("NFKC", text).casefold()

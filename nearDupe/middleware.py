@@ -12,7 +12,7 @@ from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.sitetemplate import SiteTemplate, site_of
-from nearDupe.workers import AnalysisTimeout, within
+from nearDupe.workers import AnalysisTimeout, analyze_within
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -72,7 +72,7 @@ class NearDupeDownloaderMiddleware:
                 html = html[: self.config.max_html_chars]
             try:
                 analysis = await self.pool.run(
-                    within,
+                    analyze_within,
                     self.config.analysis_timeout,
                     analyze_html,
                     html,

@@ -23,7 +23,7 @@ from nearDupe.logstats import counts_line, plural
 from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
-from nearDupe.workers import AnalysisTimeout, off_the_loop, within
+from nearDupe.workers import AnalysisTimeout, analyze_within, off_the_loop
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -164,7 +164,7 @@ class NearDupePipeline:
             text = text[: self.config.max_html_chars]
         try:
             analysis = await self._state.pool.run(
-                within,
+                analyze_within,
                 self.config.analysis_timeout,
                 analyze_text,
                 text,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,3 +173,26 @@ def test_backlog_spills_to_its_file_and_loses_nothing(tmp_path: Path) -> None:
         drained.append(page)
         again.pop()
     assert drained == pages[1:] and not again.path.exists()
+
+
+def test_workers_load_jieba_only_for_chinese_and_outside_the_time_limit() -> None:
+    """A worker warmed up for English has no jieba (115 MB instead of 304); its first Chinese
+    page loads it (about a second) before the page's time limit starts, so a limit shorter
+    than that load still analyses the page."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from nearDupe.analysis import analyze_text, warm_up
+        from nearDupe.features import FeatureSettings
+        from nearDupe.workers import analyze_within
+        warm_up(FeatureSettings())
+        assert "jieba" not in sys.modules, "warm-up loaded jieba"
+        text = "城市图书馆本周起延长开放时间，周末开放到晚上十点，读者可以在线预约座位。" * 6
+        analysis = analyze_within(0.3, analyze_text, text, 200, FeatureSettings())
+        assert analysis.fingerprint is not None and "jieba" in sys.modules
+        print("ok")
+        """
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
