@@ -397,3 +397,27 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                 )  # fmt: skip
 
         asyncio.run(body())
+
+
+def test_redis_cluster_spreads_sites_over_slots(tmp_path: Path) -> None:
+    """What sites taught lives in one hash per site, each in its own slot: on a 3-node
+    cluster, sites land on several nodes, and a second crawler reads what the first learned."""
+    with RedisCluster(tmp_path / "cluster") as cluster:
+
+        async def body() -> None:
+            first = RedisStore.from_url(cluster.url, IndexHeader(), name="sites", cluster=True)
+            sites = [f"site{i}.example" for i in range(30)]
+            for n, site in enumerate(sites):
+                await first.learn_site(site, n + 1, [2**63 + n, 7])
+            nodes = {first.client.get_node_from_key(first.sites.key(site)).name for site in sites}
+            assert len(nodes) == 3
+            await first.close()
+            second = RedisStore.from_url(cluster.url, IndexHeader(), name="sites", cluster=True)
+            for n, site in enumerate(sites):
+                assert (await second.site_template(site)).lines == {
+                    2**63 + n: (n + 1,),
+                    7: (n + 1,),
+                }
+            await second.close()
+
+        asyncio.run(body())
