@@ -35,9 +35,11 @@ TEMPLATE_OWN_LETTERS = 100
 TELLS_SHARE = 0.5
 #: Titles remembered per line: enough to reach TEMPLATE_PAGES others besides any one page.
 LINE_TITLES = TEMPLATE_PAGES + 1
-#: Lines remembered per site (a site's template is tens of lines; the rest are articles' own
-#: lines, seen once, evicted first): about 24 B each, so at most ~50 KB per site.
-SITE_LINES = 1024
+#: Lines remembered per site: a site's template is tens of lines, the rest are its stories'
+#: own lines, seen once and evicted first, so ~12 stories' worth is enough to learn from (the
+#: held-out crawl is the same with 1,024); the whole site travels to a worker with each page
+#: (~8 KB) and costs 8 KB on disk, 32 KB in Redis when full (benchmarks/site_bench.py).
+SITE_LINES = 512
 #: Lines of one page that are counted: a page of more lines is a listing or a dump.
 PAGE_LINES = 400
 
