@@ -36,10 +36,10 @@ TELLS_SHARE = 0.5
 #: Titles remembered per line: enough to reach TEMPLATE_PAGES others besides any one page.
 LINE_TITLES = TEMPLATE_PAGES + 1
 #: Lines remembered per site: a site's template is tens of lines, the rest are its stories'
-#: own lines, seen once and evicted first, so ~12 stories' worth is enough to learn from (the
-#: held-out crawl is the same with 1,024); the whole site travels to a worker with each page
-#: (~8 KB) and costs 8 KB on disk, 32 KB in Redis when full (benchmarks/site_bench.py).
-SITE_LINES = 512
+#: own lines, seen once and evicted first, so ~6 stories' worth is enough to learn from (the
+#: held-out crawl, seed 1, is the same with 256, 512 or 1,024); the site travels to a worker
+#: with each page (3.8 KB) and costs 4 KB on disk, 5 KB in Redis when full (site_bench.py).
+SITE_LINES = 256
 #: Lines of one page that are counted: a page of more lines is a listing or a dump.
 PAGE_LINES = 400
 
