@@ -2,8 +2,8 @@
 
 Per site (host), line hash -> the identities of up to LINE_TITLES pages that had it, for at
 most SITE_LINES lines: past that, lines seen on one page only go first (the oldest here; any
-of them in Redis), so a site costs at most SITE_LINES x 20 B on disk (a crawl of 10^5 sites:
-at most 2 GB, far less when sites are small) and the embedded index keeps at most
+of them in Redis), so a site costs at most SITE_LINES x 16 B on disk (a crawl of 10^5 sites:
+at most 0.4 GiB, far less when sites are small) and the embedded index keeps at most
 CACHED_SITES of them in memory.
 """
 
@@ -18,7 +18,7 @@ from nearDupe.sitetemplate import LINE_TITLES, SITE_LINES, SiteTemplate
 from nearDupe.store.base import storable_key
 
 #: Sites whose lines the embedded index keeps in memory (the rest are read back on demand):
-#: at most ~100 B per line in Python, so ~50 MB.
+#: at most ~100 B per line in Python, so ~25 MB.
 CACHED_SITES = 1000
 
 #: One line as stored: the line hash, then LINE_TITLES page identities (0: none).
