@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 import csv
 import gzip
@@ -398,6 +399,14 @@ def _holds_one_article(t: Template, root: lxml.html.HtmlElement, path: tuple[int
     probe_share = sum(u in probe_units for u in units) / len(units)
     own_share = sum(u in own for u in units) / len(units)
     return probe_share >= 0.6 and own_share <= 0.2
+
+
+def split_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every evaluation split by site takes: split seeds, half, quick, workers."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--half", choices=["held-out", "tune"], default="held-out")
+    parser.add_argument("--quick", action="store_true", help="a third of the articles")
+    parser.add_argument("--workers", type=int, default=2)
 
 
 def site_half(site: str, seed: int) -> str:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _data import data_dir
-from _quality_cases import build_cases
+from _quality_cases import build_cases, split_arguments
 from quality_eval import run_pool
 
 from nearDupe import analysis as analysis_module
@@ -167,10 +167,7 @@ def crawl(cases, texts, headlines, order, rule, learn: bool) -> Tally:
 def main() -> None:
     """Build the cases per split seed, crawl them per backend default, print one table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--half", choices=["held-out", "tune"], default="held-out")
-    parser.add_argument("--quick", action="store_true", help="a third of the articles")
-    parser.add_argument("--workers", type=int, default=2)
+    split_arguments(parser)
     parser.add_argument("--no-learning", action="store_true", help="nothing learned (before)")
     parser.add_argument(
         "--modern", action="store_true", help="add WCXB's article templates (modern sites)"

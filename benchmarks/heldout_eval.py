@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import data_dir
-from _quality_cases import build_cases
+from _quality_cases import build_cases, split_arguments
 from quality_eval import CURRENT_POLICY, Evaluation, run_pool
 
 from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K, REDIS_CONFIRM_K, REDIS_K
@@ -60,10 +60,7 @@ def per_template_recall(ev: Evaluation, caught: np.ndarray, lang: str) -> dict[s
 def main() -> None:
     """Build the cases per split seed and print one table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--half", choices=["held-out", "tune"], default="held-out")
-    parser.add_argument("--quick", action="store_true", help="a third of the articles")
-    parser.add_argument("--workers", type=int, default=2)
+    split_arguments(parser)
     args = parser.parse_args()
     root = data_dir()
     started = time.perf_counter()

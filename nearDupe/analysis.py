@@ -110,6 +110,19 @@ def analyze_html(
     """Extract the main text of a decoded HTML page (at ``url``), then :func:`analyze_text` it
     without its site's template lines."""
     text = extract_main_text(html, max_chars=max_chars)
+    return analyze_extracted(text, html, url, min_length, features, site)
+
+
+def analyze_extracted(
+    text: str,
+    html: str,
+    url: str,
+    min_length: int,
+    features: FeatureSettings,
+    site: SiteTemplate | None = None,
+) -> Analysis:
+    """:func:`analyze_text` of the main text extracted from ``html`` (at ``url``), the page's
+    headline telling its story apart from its site's others."""
     headline = headline_of(html)
     return analyze_text(text, min_length, features, site, identity_of(headline, url), headline)
 

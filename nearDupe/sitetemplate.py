@@ -70,7 +70,7 @@ def headline_of(html: str) -> str:
     separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``); "" if it has none."""
     head = html[:_HEAD_CHARS]
     found = _H1.search(head)
-    headline = _text(found.group(1)).strip() if found else ""
+    headline = _text(found.group(1)) if found else ""
     if not normalize(headline) and (found := _TITLE.search(head)):
         parts = _TITLE_PARTS.split(_text(found.group(1)))
         headline = max(parts, key=lambda part: len(normalize(part))).strip()
@@ -155,7 +155,7 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
             continue
         h, letters = hashed
         hashes.append(h)
-        others = site.others(h, identity) if site.lines else 0
+        others = site.others(h, identity)
         most = max(most, others)
         if others >= TEMPLATE_PAGES:
             removed += letters

@@ -24,7 +24,7 @@ from nearDupe.store import droplog
 from nearDupe.store.base import IndexHeader, SharedSentences, confirmed, shared_sentences
 from nearDupe.store.droplog import Drop
 from nearDupe.store.embedded import committed_holders, to_unsigned
-from nearDupe.store.sites import unpack
+from nearDupe.store.sites import read_site
 
 if TYPE_CHECKING:
     from nearDupe.store.redis import RedisStore
@@ -202,12 +202,11 @@ class IndexView:
             return asyncio.run(read())
         db = _read_only(self.path / "pages.sqlite3")
         try:
-            row = db.execute("SELECT lines FROM sites WHERE host = ?", (host,)).fetchone()
+            return SiteTemplate(read_site(db, host))
         except sqlite3.Error:  # an index written before sites were learned
-            row = None
+            return SiteTemplate()
         finally:
             db.close()
-        return SiteTemplate(unpack(row[0]) if row else {})
 
     def signature(self, fp: int) -> int | None:
         """The signature of the first page stored with ``fp`` (None if it has none)."""

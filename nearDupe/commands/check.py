@@ -12,11 +12,16 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
 
 from nearDupe._settings import Config
-from nearDupe.analysis import Analysis, analyze_text, detect_encoding, language_of
+from nearDupe.analysis import (
+    Analysis,
+    analyze_extracted,
+    analyze_text,
+    detect_encoding,
+    language_of,
+)
 from nearDupe.commands._index import IndexView
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import to_hex
-from nearDupe.sitetemplate import headline_of, identity_of
 from nearDupe.text import extract_main_text
 
 
@@ -61,10 +66,9 @@ def analyze_page(
     if decoded.skip_reason:
         return "", Analysis(None, decoded.skip_reason)
     main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
-    site, headline = view.site_template(response.url), headline_of(decoded.html)
-    identity = identity_of(headline, response.url)
-    return main, analyze_text(
-        main, config.min_text_length, view.features, site, identity, headline
+    site = view.site_template(response.url)
+    return main, analyze_extracted(
+        main, decoded.html, response.url, config.min_text_length, view.features, site
     )
 
 

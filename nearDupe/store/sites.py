@@ -66,6 +66,12 @@ def unpack(blob: bytes) -> dict[int, tuple[int, ...]]:
     return {line: tuple(t for t in titles if t) for line, *titles in _LINE.iter_unpack(blob)}
 
 
+def read_site(db: sqlite3.Connection, host: str) -> dict[int, tuple[int, ...]]:
+    """A site's lines as stored in an embedded index's database (empty if it has none)."""
+    row = db.execute("SELECT lines FROM sites WHERE host = ?", (storable_key(host),)).fetchone()
+    return unpack(row[0]) if row else {}
+
+
 class SqliteSites:
     """Sites' lines in the embedded index's database, the recent ones cached in memory."""
 
@@ -78,9 +84,7 @@ class SqliteSites:
     def _book(self, host: str) -> dict[int, tuple[int, ...]]:
         book = self._cache.get(host)
         if book is None:
-            row = self._db.execute("SELECT lines FROM sites WHERE host = ?", (host,)).fetchone()
-            book = unpack(row[0]) if row else {}
-            self._cache[host] = book
+            book = self._cache[host] = read_site(self._db, host)
             while len(self._cache) > CACHED_SITES:
                 old = next(iter(self._cache))
                 if old in self._dirty:
