@@ -54,7 +54,7 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
-from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, sentence_matches
+from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, Holder, sentence_matches
 from nearDupe.text import extract_main_text
 
 #: Feature settings compared (name -> settings); the first is the current default.
@@ -163,7 +163,7 @@ def share_matches(a: Sentences, b: Sentences, share: float) -> bool:
     """Whether the plugin's sentence rule joins two pages (b stored, a asked about)."""
     if not a or not b:
         return False
-    holders = [(h, "b", 0, letters(b)) for h, _ in b]
+    holders = [Holder(h, "b", 0, letters(b), letters(b)) for h, _ in b]
     return bool(sentence_matches(a, holders, share))
 
 

@@ -86,13 +86,13 @@ def test_pawsx_pairs_do_not_share_enough_sentences() -> None:
     two the same share under twice the default share (docs/quality.md)."""
     from nearDupe.analysis import analyze_text
     from nearDupe.shorttext import letters
-    from nearDupe.store.base import SENTENCE_SHARE, sentence_matches
+    from nearDupe.store.base import SENTENCE_SHARE, Holder, sentence_matches
 
     joined = []
     for a, b, _ in load_pawsx(DATA):
         first, second = (analyze_text(t, 200, FeatureSettings()).sentences for t in (a, b))
         if normalize(a) != normalize(b) and first and second:
-            holders = [(h, "b", 0, letters(second)) for h, _ in second]
+            holders = [Holder(h, "b", 0, letters(second), letters(second)) for h, _ in second]
             if sentence_matches(first, holders, SENTENCE_SHARE):
                 joined.append((a, b))
     assert not joined, joined

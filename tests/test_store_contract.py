@@ -46,11 +46,11 @@ class Backend:
         if isinstance(store, EmbeddedStore):
             return len(store.index._holders(((sentence, 1),)))
         from nearDupe.store.redis import RedisStore
-        from nearDupe.store.redis_records import sentence_entries
+        from nearDupe.store.redis_records import sentence_holders
 
         assert isinstance(store, RedisStore)
         value = await store.client.hget(f"{{{self.name}}}:sentences", sentence.to_bytes(8, "big"))
-        return len(sentence_entries(value or b""))
+        return len(sentence_holders(sentence, value or b""))
 
     async def drops(self, store: Store) -> list[Drop]:
         """The drops the store remembers, oldest first (as the inspect commands read them)."""
@@ -365,26 +365,27 @@ def test_drops_are_remembered_up_to_the_limit(
 
 def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
     """Generated pages drawn from a small pool of sentences (so that they overlap in every
-    proportion): each backend's check-and-add decides as store.base.sentence_matches (the one
-    written rule; Redis repeats it in Lua) over the pages stored so far."""
-    from nearDupe.shorttext import letters
-    from nearDupe.store.base import SENTENCE_SHARE, sentence_matches
+    proportion), short ones recorded under all their sentences and longer ones under a sample:
+    each backend's check-and-add decides as store.base.sentence_matches (the one written rule;
+    Redis repeats it in Lua) over the pages stored so far."""
+    from nearDupe.shorttext import Sentences, letters
+    from nearDupe.store.base import SENTENCE_SHARE, Holder, recorded, sentence_matches
 
     rng = random.Random(17)
-    pool = [(rng.getrandbits(64), rng.randrange(8, 120)) for _ in range(14)]
+    pool = [(rng.getrandbits(64), rng.randrange(8, 200)) for _ in range(16)]
 
     async def body() -> None:
         store = backend.open()
-        stored: list[tuple[str, int, tuple[tuple[int, int], ...]]] = []
-        decided = matched = 0
-        for i in range(60):
-            page = tuple(sorted(rng.sample(pool, rng.randrange(1, 6))))
+        stored: list[tuple[str, int, Sentences, Sentences]] = []
+        decided = matched = sampled = 0
+        for i in range(80):
+            page = tuple(sorted(rng.sample(pool, rng.randrange(1, 9))))
             fp = rng.getrandbits(64)  # random: no fingerprint match within k=3
             holders = [  # as the stores read them: by sentence, oldest page first
-                (h, key, other_fp, letters(other))
+                Holder(h, key, other_fp, letters(other), letters(sample))
                 for h, _ in page
-                for key, other_fp, other in stored
-                if h in dict(other)
+                for key, other_fp, other, sample in stored
+                if h in dict(sample)
             ]
             expected = sentence_matches(page, holders, SENTENCE_SHARE)
             got = await store.check_and_add(fp, f"p{i}", None, page)
@@ -396,9 +397,12 @@ def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
                 matched += 1
             else:
                 assert got is None, (i, got)
-                stored.append((f"p{i}", fp, page))
+                crowded = {h for h, _ in page if sum(h in dict(s) for *_, s in stored) >= 16}
+                stored.append((f"p{i}", fp, page, recorded(page, crowded)))
+                sampled += len(stored[-1][3]) < len(page)
             decided += 1
         assert 10 <= matched <= decided - 10  # both outcomes were exercised
+        assert sampled >= 3  # and pages recorded under a sample
         await store.close()
 
     run(body)

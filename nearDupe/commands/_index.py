@@ -21,7 +21,13 @@ from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming, to_hex
 from nearDupe.sitetemplate import SiteTemplate, site_of
 from nearDupe.store import droplog
-from nearDupe.store.base import IndexHeader, SharedSentences, confirmed, shared_sentences
+from nearDupe.store.base import (
+    Holder,
+    IndexHeader,
+    SharedSentences,
+    confirmed,
+    shared_sentences,
+)
 from nearDupe.store.droplog import Drop
 from nearDupe.store.embedded import committed_holders, to_unsigned
 from nearDupe.store.sites import read_site
@@ -164,7 +170,7 @@ class IndexView:
         found = shared_sentences(sentences, self._holders(sentences)) if sentences else []
         return sorted(found, key=lambda s: -s.of_both)
 
-    def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
+    def _holders(self, sentences: Sentences) -> list[Holder]:
         if self.path is None:
             assert self.config is not None, "a Redis view keeps its settings"
             config = self.config

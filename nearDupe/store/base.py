@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
-from nearDupe.shorttext import Sentences, letters
+from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
 
 
@@ -42,6 +42,31 @@ SENTENCE_CONTAINED = 0.5
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
+#: A page of SENTENCE_PAGE_LETTERS letters or more is recorded under this many of its sentences
+#: (those with the smallest hashes, so that two copies choose alike): its sample. A query
+#: looks up all of its sentences, so a copy holding a share c of a stored page's sentences
+#: finds two of its sample with probability 1 - (1-c)^4 - 4c(1-c)^3 (0.97 at c = 0.8); the
+#: shares are then estimated from the sample (docs/design.md, "Sentence evidence").
+SAMPLE_SENTENCES = 4
+
+
+def recorded(page: Sentences, crowded: Container[int] = ()) -> Sentences:
+    """The sentences a page is recorded under: every one of a short page's, the
+    SAMPLE_SENTENCES with the smallest hashes of a longer page's; never one that is
+    ``crowded`` (already recorded for SENTENCE_HOLDERS pages)."""
+    free = tuple(s for s in sorted(page) if s[0] not in crowded)
+    return free if letters(page) < SENTENCE_PAGE_LETTERS else free[:SAMPLE_SENTENCES]
+
+
+class Holder(NamedTuple):
+    """A stored page recorded under one of a query's sentences."""
+
+    sentence: int
+    key: str
+    fingerprint: int
+    #: The letters of all the page's sentences, and of those it is recorded under.
+    letters: int
+    sampled: int
 
 
 def confirmed(stored: int | None, signature: int | None, distance: int, confirm_k: int) -> bool:
@@ -68,7 +93,8 @@ class Match:
 
 @dataclass(frozen=True)
 class SharedSentences:
-    """What a stored page has in common with a query by sentences."""
+    """What a stored page has in common with a query by sentences (estimated from its sample
+    when it is recorded under some of its sentences only)."""
 
     key: str
     fingerprint: int
@@ -94,33 +120,32 @@ class SharedSentences:
         return self.of_both >= needed and held >= SENTENCE_CONTAINED
 
 
-def shared_sentences(
-    query: Sentences, holders: Iterable[tuple[int, str, int, int]]
-) -> list[SharedSentences]:
+def shared_sentences(query: Sentences, holders: Iterable[Holder]) -> list[SharedSentences]:
     """Every stored page that shares a sentence with ``query``, in the order first met.
 
-    ``holders`` are (sentence hash, key, fingerprint, that page's sentence letters) of the
-    stored pages that have one of the query's sentences.
+    A page's share of its sample found in the query stands for the share of all its
+    sentences: exact for a page recorded under all of them.
     """
     mine = dict(query)
     total = letters(query)
     common: dict[tuple[str, int], int] = {}
     count: dict[tuple[str, int], int] = {}
-    their: dict[tuple[str, int], int] = {}
-    for sentence, key, fp, page_letters in holders:
-        if sentence in mine:
-            common[key, fp] = common.get((key, fp), 0) + mine[sentence]
-            count[key, fp] = count.get((key, fp), 0) + 1
-            their[key, fp] = page_letters
-    return [
-        SharedSentences(key, fp, n / total, n / their[key, fp], count[key, fp])
-        for (key, fp), n in common.items()
-    ]
+    their: dict[tuple[str, int], Holder] = {}
+    for holder in holders:
+        if holder.sentence in mine:
+            page = holder.key, holder.fingerprint
+            common[page] = common.get(page, 0) + mine[holder.sentence]
+            count[page] = count.get(page, 0) + 1
+            their[page] = holder
+    found = []
+    for (key, fp), n in common.items():
+        of_stored = min(1.0, n / their[key, fp].sampled)
+        of_query = min(1.0, of_stored * their[key, fp].letters / total)
+        found.append(SharedSentences(key, fp, of_query, of_stored, count[key, fp]))
+    return found
 
 
-def sentence_matches(
-    query: Sentences, holders: Iterable[tuple[int, str, int, int]], share: float
-) -> list[Match]:
+def sentence_matches(query: Sentences, holders: Iterable[Holder], share: float) -> list[Match]:
     """The stored pages that are copies of ``query`` by their sentences (see
     :meth:`SharedSentences.is_copy`), the largest share of both first (then the first met)."""
     copies = [s for s in shared_sentences(query, holders) if s.is_copy(share)]

@@ -32,7 +32,14 @@ from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
 from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog, embedded_files, embedded_sqlite
-from nearDupe.store.base import IndexHeader, Match, confirmed, sentence_matches, storable_key
+from nearDupe.store.base import (
+    Holder,
+    IndexHeader,
+    Match,
+    confirmed,
+    sentence_matches,
+    storable_key,
+)
 from nearDupe.store.embedded_sqlite import committed_holders, to_signed, to_unsigned
 from nearDupe.store.embedded_unsaved import UnsavedPages
 from nearDupe.store.sites import SqliteSites
@@ -139,16 +146,15 @@ class EmbeddedIndex:
         key: str,
         signature: int | None,
         sentences: Sentences,
-        holders: list[tuple[int, str, int, int]],
+        holders: list[Holder],
     ) -> None:
         key = storable_key(key)
         self.index.add(fp)
         self._unsaved.add(fp, key, signature, sentences, holders)
         self._commit_if_due()
 
-    def _holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
-        """(sentence, key, fp, sentence letters) of the stored pages with one of ``sentences``,
-        oldest first."""
+    def _holders(self, sentences: Sentences) -> list[Holder]:
+        """The stored pages recorded under one of ``sentences``, oldest first."""
         return committed_holders(self._db, sentences, self._unsaved.holders(sentences))
 
     def _commit_if_due(self) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
 from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import IndexHeader
+from nearDupe.store.base import Holder, IndexHeader
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -47,7 +47,7 @@ def connect(path: Path) -> sqlite3.Connection:
             CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
             CREATE TABLE IF NOT EXISTS sentences (
                 sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
-                key TEXT NOT NULL);
+                sampled INTEGER NOT NULL, key TEXT NOT NULL);
             CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
             """
             + droplog.SCHEMA
@@ -108,17 +108,17 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
 def committed_holders(
     db: sqlite3.Connection,
     sentences: Sentences,
-    unsaved: list[tuple[int, str, int, int]] | None = None,
-) -> list[tuple[int, str, int, int]]:
-    """(sentence, key, fp, sentence letters) of the pages in ``db`` (then ``unsaved``) that
-    have one of ``sentences``, in the order of ``sentences``, oldest first for each."""
+    unsaved: list[Holder] | None = None,
+) -> list[Holder]:
+    """The pages in ``db`` (then ``unsaved``) recorded under one of ``sentences``, in the
+    order of ``sentences``, oldest first for each."""
     wanted = [to_signed(sentence) for sentence, _ in sentences]
     rows = db.execute(
-        f"SELECT sentence, key, fp, letters FROM sentences WHERE sentence IN "
+        f"SELECT sentence, key, fp, letters, sampled FROM sentences WHERE sentence IN "
         f"({','.join('?' * len(wanted))}) ORDER BY rowid",
         wanted,
     ).fetchall()
-    found = [(to_unsigned(s), key, to_unsigned(fp), n) for s, key, fp, n in rows]
+    found = [Holder(to_unsigned(s), key, to_unsigned(fp), n, m) for s, key, fp, n, m in rows]
     found += unsaved or []
     position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
     return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first

@@ -8,7 +8,7 @@ from collections import Counter
 
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.store import droplog
-from nearDupe.store.base import SENTENCE_HOLDERS
+from nearDupe.store.base import SENTENCE_HOLDERS, Holder, recorded
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
 
 
@@ -21,9 +21,9 @@ class UnsavedPages:
         #: signed fp -> (key, signed signature) of its uncommitted pages (a full disk can make
         #: the list above long; matches look here).
         self.by_fp: dict[int, list[tuple[str, int | None]]] = {}
-        #: signed sentence -> (signed sentence, signed fp, letters, key) of its uncommitted
-        #: holders, oldest first (the rows the next commit inserts).
-        self.by_sentence: dict[int, list[tuple[int, int, int, str]]] = {}
+        #: signed sentence -> (signed sentence, signed fp, letters, sampled letters, key) of
+        #: its uncommitted holders, oldest first (the rows the next commit inserts).
+        self.by_sentence: dict[int, list[tuple[int, int, int, int, str]]] = {}
         self.drops: list[droplog.Drop] = []
 
     def add(
@@ -32,33 +32,33 @@ class UnsavedPages:
         key: str,
         signature: int | None,
         sentences: Sentences,
-        holders: list[tuple[int, str, int, int]],
+        holders: list[Holder],
     ) -> None:
-        """Hold a page, and those of its sentences that have fewer than SENTENCE_HOLDERS
-        ``holders`` (the pages stored with them)."""
+        """Hold a page, and the sentences it is recorded under (see base.recorded; the
+        ``holders`` are the pages stored with its sentences)."""
         sig = None if signature is None else to_signed(signature)
         self.pages.append((to_signed(fp), key, time.time(), sig))
         self.by_fp.setdefault(to_signed(fp), []).append((key, sig))
-        held = Counter(sentence for sentence, *_ in holders)
-        total = letters(sentences)
-        for sentence, _ in sentences:
-            if held[sentence] < SENTENCE_HOLDERS:
-                row = (to_signed(sentence), to_signed(fp), total, key)
-                self.by_sentence.setdefault(row[0], []).append(row)
+        held = Counter(holder.sentence for holder in holders)
+        sample = recorded(sentences, {s for s, n in held.items() if n >= SENTENCE_HOLDERS})
+        total, sampled = letters(sentences), letters(sample)
+        for sentence, _ in sample:
+            row = (to_signed(sentence), to_signed(fp), total, sampled, key)
+            self.by_sentence.setdefault(row[0], []).append(row)
 
-    def holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
-        """(sentence, key, fp, sentence letters) of the held pages with one of ``sentences``."""
+    def holders(self, sentences: Sentences) -> list[Holder]:
+        """The held pages recorded under one of ``sentences``."""
         return [
-            (sentence, key, to_unsigned(fp), n)
+            Holder(sentence, key, to_unsigned(fp), n, sampled)
             for sentence, _ in sentences
-            for _, fp, n, key in self.by_sentence.get(to_signed(sentence), [])
+            for _, fp, n, sampled, key in self.by_sentence.get(to_signed(sentence), [])
         ]
 
     def write(self, db: sqlite3.Connection) -> None:
         """Insert everything held into ``db``, uncommitted (it is still held: see clear)."""
         db.executemany("INSERT INTO pages (fp, key, added, sig) VALUES (?, ?, ?, ?)", self.pages)
         db.executemany(
-            "INSERT INTO sentences (sentence, fp, letters, key) VALUES (?, ?, ?, ?)",
+            "INSERT INTO sentences (sentence, fp, letters, sampled, key) VALUES (?, ?, ?, ?, ?)",
             (row for rows in self.by_sentence.values() for row in rows),
         )
         droplog.insert(db, self.drops)

@@ -62,13 +62,13 @@ import redis as redis_sync
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog
-from nearDupe.store.base import Match, sentence_matches, storable_key
+from nearDupe.store.base import Holder, Match, sentence_matches, storable_key
 from nearDupe.store.redis_bulk import RedisBulkIndex
 from nearDupe.store.redis_records import (
     entry,
     packed_sentences,
-    sentence_entries,
-    sentence_entry,
+    sentence_holders,
+    sentence_key,
     signature_record,
 )
 
@@ -96,7 +96,7 @@ class RedisStore(RedisBulkIndex):
             entry(record, key),
             packed_sentences(sentences),
             repr(self.sentence_share),
-            sentence_entry(fp, sentences, key),
+            sentence_key(fp, key),
         ]
 
         async def attempt(retried: bool) -> Any:
@@ -161,16 +161,16 @@ class RedisStore(RedisBulkIndex):
             )
         return matches
 
-    async def holders(self, sentences: Sentences) -> list[tuple[int, str, int, int]]:
-        """(sentence, key, fp, sentence letters) of the stored pages with one of ``sentences``."""
+    async def holders(self, sentences: Sentences) -> list[Holder]:
+        """The stored pages recorded under one of ``sentences``."""
         wanted = [h.to_bytes(8, "big") for h, _ in sentences]
         values = await self._retrying(
             "query", lambda _r: self.client.hmget(self._sentences_key, wanted)
         )
         return [
-            (h, key, fp, n)
+            holder
             for (h, _), value in zip(sentences, values, strict=True)
-            for key, fp, n in sentence_entries(value or b"")
+            for holder in sentence_holders(h, value or b"")
         ]
 
     async def site_template(self, host: str) -> SiteTemplate:

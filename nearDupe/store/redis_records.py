@@ -5,7 +5,8 @@ See the key layout in :mod:`nearDupe.store.redis`.
 
 from __future__ import annotations
 
-from nearDupe.shorttext import Sentences, letters
+from nearDupe.shorttext import Sentences
+from nearDupe.store.base import Holder
 
 #: Bytes of a fingerprint or a sentence hash (big-endian).
 FP = 8
@@ -15,8 +16,9 @@ LETTERS = 4
 LENGTH = 4
 #: Bytes of a signature record: a flag (1: a signature follows) and 8 bytes big-endian.
 RECORD = 1 + FP
-#: Bytes of a sentence holder's head: fingerprint, the page's sentence letters, key length.
-HOLDER = FP + LETTERS + LENGTH
+#: Bytes of a sentence holder's head: fingerprint, the letters of the page's sentences and of
+#: those it is recorded under, key length.
+HOLDER = FP + 2 * LETTERS + LENGTH
 
 
 def signature_record(signature: int | None) -> bytes:
@@ -32,25 +34,28 @@ def entry(record: bytes, key: str) -> bytes:
 
 
 def packed_sentences(sentences: Sentences) -> bytes:
-    """A page's sentences as the check-and-add script reads them: 8-byte hash, 4-byte letters."""
-    return b"".join(h.to_bytes(8, "big") + n.to_bytes(4, "big") for h, n in sentences)
+    """A page's sentences as the check-and-add script reads them: 8-byte hash, 4-byte letters,
+    smallest hash first."""
+    return b"".join(h.to_bytes(8, "big") + n.to_bytes(4, "big") for h, n in sorted(sentences))
 
 
-def sentence_entry(fp: int, sentences: Sentences, key: str) -> bytes:
-    """One page as stored under each of its sentences: fingerprint, sentence letters, key."""
-    data = key.encode()
-    return fp.to_bytes(8, "big") + letters(sentences).to_bytes(4, "big") + _sized(data)
+def sentence_key(fp: int, key: str) -> bytes:
+    """The fingerprint and key of a page as it is stored under its sentences (the check-and-add
+    script puts the letter counts between them)."""
+    return fp.to_bytes(8, "big") + key.encode()
 
 
-def sentence_entries(value: bytes) -> list[tuple[str, int, int]]:
-    """(key, fingerprint, sentence letters) of every page stored under one sentence."""
+def sentence_holders(sentence: int, value: bytes) -> list[Holder]:
+    """Every page stored under one sentence."""
     out = []
     i = 0
     while i + HOLDER <= len(value):
-        n = int.from_bytes(value[i + FP + LETTERS : i + HOLDER], "big")
+        n = int.from_bytes(value[i + HOLDER - LENGTH : i + HOLDER], "big")
         fp = int.from_bytes(value[i : i + FP], "big")
         page_letters = int.from_bytes(value[i + FP : i + FP + LETTERS], "big")
-        out.append((value[i + HOLDER : i + HOLDER + n].decode(), fp, page_letters))
+        sampled = int.from_bytes(value[i + FP + LETTERS : i + FP + 2 * LETTERS], "big")
+        key = value[i + HOLDER : i + HOLDER + n].decode()
+        out.append(Holder(sentence, key, fp, page_letters, sampled))
         i += HOLDER + n
     return out
 
