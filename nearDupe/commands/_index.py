@@ -175,7 +175,7 @@ class IndexView:
             assert self.config is not None, "a Redis view keeps its settings"
             config = self.config
 
-            async def read() -> list[tuple[int, str, int, int]]:
+            async def read() -> list[Holder]:
                 store = _redis_store(config)
                 try:
                     return await store.holders(sentences)
