@@ -27,14 +27,18 @@ from _data import data_dir
 from _quality_cases import build_cases, split_arguments
 from quality_eval import CURRENT_POLICY, Evaluation, run_pool
 
-from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K, REDIS_CONFIRM_K, REDIS_K
+from nearDupe._settings import DEFAULT_CONFIRM_K, DEFAULT_K
 from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.text import extract_main_text
 
 #: Templates with fewer copy pairs than this are left out of the worst-template figure.
 MIN_PAIRS = 3
 #: The defaults scored: (name, k, confirm_k).
-DEFAULTS = (("embedded", EMBEDDED_K, EMBEDDED_CONFIRM_K), ("Redis", REDIS_K, REDIS_CONFIRM_K))
+DEFAULTS = (
+    ("default", DEFAULT_K, DEFAULT_CONFIRM_K),
+    ("k10 (before)", 10, 22),
+    ("Redis k6 (before)", 6, 20),
+)
 
 
 def analyze(html: str) -> tuple[str, int, int]:

@@ -42,7 +42,7 @@ from _quality_cases import (
 )
 
 import nearDupe.features as _features
-from nearDupe._settings import EMBEDDED_CONFIRM_K, EMBEDDED_K
+from nearDupe._settings import DEFAULT_CONFIRM_K, DEFAULT_K
 from nearDupe.analysis import TINY_TEXT
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import (
@@ -75,8 +75,8 @@ CURRENT = "words tfidf (current)"
 RECOMMENDED = CURRENT
 #: The plugin's default k and confirmation distance (fingerprint plus signature distance);
 #: the k sweeps cover 0..10.
-K = EMBEDDED_K
-CONFIRM_K = EMBEDDED_CONFIRM_K
+K = DEFAULT_K
+CONFIRM_K = DEFAULT_CONFIRM_K
 #: confirm_k that accepts every candidate (no confirmation).
 NO_CONFIRM = NO_CONFIRMATION
 CURRENT_MIN_LENGTH = 200

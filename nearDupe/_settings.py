@@ -15,16 +15,12 @@ from nearDupe.features import FeatureSettings
 from nearDupe.store import is_redis_url, public_location
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
-#: Default k of the embedded index, from the figures (docs/quality.md).
-EMBEDDED_K = 10
-#: Default k with a Redis index: its Lua scan costs ~5x more per check at k=8
-#: (docs/design.md, "The Redis backend").
-REDIS_K = 6
-#: Default bound on fingerprint distance plus signature distance with the embedded index's k
-#: (docs/quality.md).
-EMBEDDED_CONFIRM_K = 22
-#: Default bound on fingerprint plus signature distance with a Redis index (at its smaller k).
-REDIS_CONFIRM_K = 20
+#: Default k, for both backends: the paper's k=3, whose 4-table design answers a lookup from a
+#: few thousand candidates even at 10^8 pages; the copies that need k=8-10 are caught by
+#: their sentences (docs/quality.md).
+DEFAULT_K = 3
+#: Default bound on fingerprint distance plus confirmation-signature distance (docs/quality.md).
+DEFAULT_CONFIRM_K = 22
 
 #: Every setting nearDupe reads, with its default (documented in the README's table).
 DEFAULTS: dict[str, Any] = {
@@ -32,8 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
-    "NEARDUPE_K": None,  # None: EMBEDDED_K, or REDIS_K with a Redis index (docs/quality.md)
-    "NEARDUPE_CONFIRM_K": None,  # None: EMBEDDED_CONFIRM_K, or REDIS_CONFIRM_K with Redis
+    "NEARDUPE_K": DEFAULT_K,
+    "NEARDUPE_CONFIRM_K": DEFAULT_CONFIRM_K,
     "NEARDUPE_SENTENCE_SHARE": SENTENCE_SHARE,
     "NEARDUPE_DESIGN": None,  # None: the smallest design for k (4-table for 3, blocks-K-K+1)
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
@@ -80,7 +76,7 @@ class Config:
         if not settings.getbool("NEARDUPE_ENABLED", True):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
         shared = is_redis_url(get("NEARDUPE_INDEX"))
-        k = settings.getint("NEARDUPE_K", REDIS_K if shared else EMBEDDED_K)
+        k = settings.getint("NEARDUPE_K", DEFAULT_K)
         try:
             design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
             design = design or Design.default_for(k, shared=shared)
@@ -90,9 +86,7 @@ class Config:
             raise ValueError(
                 f"NEARDUPE_K={k} must be within 0..{design.k} for design {design.name}"
             )
-        confirm_k = settings.getint(
-            "NEARDUPE_CONFIRM_K", REDIS_CONFIRM_K if shared else EMBEDDED_CONFIRM_K
-        )
+        confirm_k = settings.getint("NEARDUPE_CONFIRM_K", DEFAULT_CONFIRM_K)
         if not 0 <= confirm_k <= NO_CONFIRMATION:
             raise ValueError(
                 f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..{NO_CONFIRMATION} "

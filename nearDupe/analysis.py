@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import (
-    SENTENCE_PAGE_LETTERS,
     Sentences,
     exact_fingerprint,
     normalize,
@@ -35,7 +34,7 @@ class Analysis:
     skip_reason: str | None = None
     #: Confirmation signature: a match within k must also agree on it (see simhash.py).
     signature: int | None = None
-    #: The sentences of a short page (see shorttext.py): it also matches pages sharing them.
+    #: The page's sentences (see shorttext.py): it also matches pages sharing enough of them.
     sentences: Sentences = ()
     #: The crawl's serial number of the response (or text) analysed, 0 if none: the items of
     #: one response share one decision, while a second response of the same page is checked.
@@ -67,11 +66,11 @@ def analyze_text(
     below ``min_length`` letters/digits.
 
     Simhash is unreliable on short texts (different sentences with the same words share it),
-    so a short page matches by its fingerprint only a page with identical normalized text; and
-    pages under SENTENCE_PAGE_LETTERS (or ``min_length``) also keep their sentences, matching a
-    page with which they share enough of them. Tiny pages (a heading, "Contact us", a "please
-    enable JavaScript" shell) are not judged at all, nor is text mostly seen on the site's
-    other pages (``template-text``).
+    so a short page matches by its fingerprint only a page with identical normalized text.
+    Every page also keeps its sentences, matching a page with which it shares enough of them
+    (a copy with a paragraph cut or added, beyond the fingerprint's k). Tiny pages (a heading,
+    "Contact us", a "please enable JavaScript" shell) are not judged at all, nor is text
+    mostly seen on the site's other pages (``template-text``).
     """
     stripped = strip_template(text.strip(), identity, site or SiteTemplate(), headline)
     if stripped.template_text:
@@ -87,7 +86,7 @@ def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analy
     size = len(normalize(text))
     if size < TINY_TEXT:
         return Analysis(None, "tiny-text")
-    kept = sentences(text) if size < max(SENTENCE_PAGE_LETTERS, min_length) else ()
+    kept = sentences(text)
     if size < min_length:
         exact = exact_fingerprint(text)
         return Analysis(exact, signature=exact, sentences=kept)

@@ -28,8 +28,12 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
 #: A page's sentences: (64-bit hash of the normalized sentence, its letters), distinct.
 Sentences = tuple[tuple[int, int], ...]
 
-#: Pages under this many letters keep their sentences for sentence-level matching.
+#: Pages under this many letters are recorded under all their sentences (store/base.recorded).
 SENTENCE_PAGE_LETTERS = 500
+#: A page is looked up by at most this many of its sentences, those with the smallest hashes
+#: (a bottom-k sketch: two copies keep alike ones): an article has ~20-60, a 2 MB page
+#: thousands.
+PROBE_SENTENCES = 256
 #: Sentences shorter than this once normalized (a date, "Share", a caption) do not count.
 SENTENCE_MIN_LETTERS = 8
 #: Seed of the sentence hashes (never equal to a page's exact hash by construction).
@@ -47,7 +51,7 @@ _FINAL = re.compile(r"[.。！？!?；;…][\"'”’»)）」』]*\s*$")
 
 def sentences(text: str) -> Sentences:
     """The distinct normalized sentences of ``text`` (ending as sentences end) of at least
-    SENTENCE_MIN_LETTERS letters."""
+    SENTENCE_MIN_LETTERS letters, at most PROBE_SENTENCES of them (the smallest hashes)."""
     found: dict[int, int] = {}
     for part in _SENTENCE_END.split(text):
         norm = normalize(part) if part and _FINAL.search(part) else ""
@@ -55,7 +59,7 @@ def sentences(text: str) -> Sentences:
             found[xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
                 norm
             )
-    return tuple(sorted(found.items()))
+    return tuple(sorted(found.items())[:PROBE_SENTENCES])
 
 
 def letters(page: Sentences) -> int:

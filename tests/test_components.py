@@ -16,10 +16,8 @@ from scrapy.utils.misc import load_object
 
 from nearDupe import Addon, NearDuplicate
 from nearDupe._settings import (
-    EMBEDDED_CONFIRM_K,
-    EMBEDDED_K,
-    REDIS_CONFIRM_K,
-    REDIS_K,
+    DEFAULT_CONFIRM_K,
+    DEFAULT_K,
     Config,
 )
 from nearDupe.addon import COMPONENTS
@@ -55,25 +53,21 @@ def test_addon_installs_its_log_formatter_unless_the_project_has_its_own() -> No
 
 def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     config = Config.from_settings(Settings({"NEARDUPE_INDEX": str(tmp_path)}))
-    assert (config.k, config.design) == (EMBEDDED_K, "blocks-10-11") == (10, "blocks-10-11")
-    assert config.header.confirm_k == config.confirm_k == EMBEDDED_CONFIRM_K == 22
+    assert (config.k, config.design) == (DEFAULT_K, "4-table") == (3, "4-table")
+    assert config.header.confirm_k == config.confirm_k == DEFAULT_CONFIRM_K == 22
     assert config.header.sentence_share == config.sentence_share == 0.3
     assert config.min_text_length == 200 and config.report is None and not config.is_redis
-    typed = Config.from_settings(Settings({"NEARDUPE_K": "3", "NEARDUPE_WORKERS": "0"}))
-    assert (typed.k, typed.design, typed.workers) == (3, "4-table", 0)
+    typed = Config.from_settings(Settings({"NEARDUPE_K": "10", "NEARDUPE_WORKERS": "0"}))
+    assert (typed.k, typed.design, typed.workers) == (10, "blocks-10-11", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
-    assert redis.is_redis and (redis.k, redis.header.design) == (REDIS_K, "blocks-6-8") == (
-        6,
-        "blocks-6-8",
-    )
-    assert redis.confirm_k == REDIS_CONFIRM_K == 20
+    assert redis.is_redis and (redis.k, redis.header.design, redis.confirm_k) == (3, "4-table", 22)
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:
     with pytest.raises(NotConfigured):
         Config.from_settings(Settings({"NEARDUPE_ENABLED": "False"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_K=10 must be within 0\.\.3"):
-        Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table"}))
+        Config.from_settings(Settings({"NEARDUPE_DESIGN": "4-table", "NEARDUPE_K": "10"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_CONFIRM_K=129 must be within 0\.\.128"):
         Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "129"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_SENTENCE_SHARE=0\.0 must be within"):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-from nearDupe._settings import Config
+from nearDupe._settings import DEFAULT_K, Config
 from nearDupe.analysis import analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.simhash import hamming
@@ -48,14 +48,15 @@ def _sentences() -> list[str]:
 
 
 def build_network(articles: int, copies: int) -> tuple[dict[str, Page], dict[str, str]]:
-    """(path -> Page, path -> cluster): distinct stories recombined from the demo's sentences."""
+    """(path -> Page, path -> cluster): distinct stories recombined from the demo's sentences,
+    each sentence told as the story's own (distinct stories share none of their sentences)."""
     pool = _sentences()
     stories = []
     for i in range(articles):
-        chosen = random.Random(i).sample(pool, 12)
+        chosen = [f"In story {i}, {s}" for s in random.Random(i).sample(pool, 12)]
         stories.append([" ".join(chosen[j : j + 3]) for j in range(0, 12, 3)])
     fps = [analyze_text("\n".join(s), 200, FeatureSettings()).fingerprint for s in stories]
-    assert min(hamming(a, b) for a, b in itertools.combinations(fps, 2)) > 6  # type: ignore[arg-type]
+    assert min(hamming(a, b) for a, b in itertools.combinations(fps, 2)) > DEFAULT_K + 2  # type: ignore[arg-type]
     pages: dict[str, Page] = {}
     cluster_of: dict[str, str] = {}
     for copy, i in itertools.product(range(copies), range(articles)):
@@ -216,7 +217,7 @@ def test_second_crawl_on_a_busy_index_is_refused(network, tmp_path: Path) -> Non
         busy = start_crawl(
             tmp_path / "busy",
             f"{server.url}/",
-            _settings(tmp_path / "busy", index, {"DOWNLOAD_DELAY": 0.15, "LOG_LEVEL": "INFO"}),
+            _settings(tmp_path / "busy", index, {"DOWNLOAD_DELAY": 0.3, "LOG_LEVEL": "INFO"}),
         )
         try:
             wait_for_report(busy, tmp_path / "busy" / "report.jsonl", 1)

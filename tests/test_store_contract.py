@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -368,24 +369,30 @@ def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
     proportion), short ones recorded under all their sentences and longer ones under a sample:
     each backend's check-and-add decides as store.base.sentence_matches (the one written rule;
     Redis repeats it in Lua) over the pages stored so far."""
-    from nearDupe.shorttext import Sentences, letters
-    from nearDupe.store.base import SENTENCE_SHARE, Holder, recorded, sentence_matches
+    from nearDupe.store.base import (
+        SENTENCE_HOLDERS,
+        SENTENCE_SHARE,
+        Holder,
+        holders_of,
+        sentence_matches,
+    )
 
     rng = random.Random(17)
     pool = [(rng.getrandbits(64), rng.randrange(8, 200)) for _ in range(16)]
 
     async def body() -> None:
         store = backend.open()
-        stored: list[tuple[str, int, Sentences, Sentences]] = []
+        stored: list[list[Holder]] = []
         decided = matched = sampled = 0
         for i in range(80):
             page = tuple(sorted(rng.sample(pool, rng.randrange(1, 9))))
             fp = rng.getrandbits(64)  # random: no fingerprint match within k=3
             holders = [  # as the stores read them: by sentence, oldest page first
-                Holder(h, key, other_fp, letters(other), letters(sample))
+                holder
                 for h, _ in page
-                for key, other_fp, other, sample in stored
-                if h in dict(sample)
+                for held in stored
+                for holder in held
+                if holder.sentence == h
             ]
             expected = sentence_matches(page, holders, SENTENCE_SHARE)
             got = await store.check_and_add(fp, f"p{i}", None, page)
@@ -397,9 +404,12 @@ def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
                 matched += 1
             else:
                 assert got is None, (i, got)
-                crowded = {h for h, _ in page if sum(h in dict(s) for *_, s in stored) >= 16}
-                stored.append((f"p{i}", fp, page, recorded(page, crowded)))
-                sampled += len(stored[-1][3]) < len(page)
+                held = Counter(
+                    holder.sentence for page_holders in stored for holder in page_holders
+                )
+                crowded = {h for h, n in held.items() if n >= SENTENCE_HOLDERS}
+                stored.append(holders_of(page, f"p{i}", fp, crowded))
+                sampled += len(stored[-1]) < len(page)
             decided += 1
         assert 10 <= matched <= decided - 10  # both outcomes were exercised
         assert sampled >= 3  # and pages recorded under a sample

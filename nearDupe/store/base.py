@@ -28,7 +28,7 @@ def storable_key(key: str) -> str:
 
 
 #: Version of the on-disk / in-Redis layout (not of the fingerprint algorithm).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 #: A confirmation distance of this much accepts every candidate (64 bits of fingerprint and
 #: 64 of signature).
@@ -43,11 +43,20 @@ SENTENCE_CONTAINED = 0.5
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
 #: A page of SENTENCE_PAGE_LETTERS letters or more is recorded under this many of its sentences
-#: (those with the smallest hashes, so that two copies choose alike): its sample. A query
-#: looks up all of its sentences, so a copy holding a share c of a stored page's sentences
-#: finds two of its sample with probability 1 - (1-c)^4 - 4c(1-c)^3 (0.97 at c = 0.8); the
-#: shares are then estimated from the sample (docs/design.md, "Sentence evidence").
+#: (those with the smallest hashes, so that two copies choose alike): a query looks up all of
+#: its sentences, so a copy holding a share c of a stored page's sentences finds it with
+#: probability 1 - (1 - c)^4 (0.94 at c = 0.5, 0.998 at c = 0.8). Found pages are then judged
+#: by their sketches.
 SAMPLE_SENTENCES = 4
+#: A stored page is judged by the SKETCH_SENTENCES smallest of its sentence hashes (all of a
+#: page of up to 16 sentences, so the rule is exact there): a bottom-k sketch, whose share
+#: found in a query estimates the share of the whole page (two articles sharing a quarter of
+#: a 40-sentence page's letters pass half of its sketch with probability ~0.02).
+SKETCH_SENTENCES = 16
+#: Bytes kept of each sketched hash (its low bits): a query of 40 sentences meets a stored
+#: sketch of 16 in a false pair with probability 16 * 40 / 2**16 ~ 0.01.
+TAIL_BYTES = 2
+_TAIL_MASK = (1 << 8 * TAIL_BYTES) - 1
 
 
 def recorded(page: Sentences, crowded: Container[int] = ()) -> Sentences:
@@ -58,15 +67,36 @@ def recorded(page: Sentences, crowded: Container[int] = ()) -> Sentences:
     return free if letters(page) < SENTENCE_PAGE_LETTERS else free[:SAMPLE_SENTENCES]
 
 
+class Sketch(NamedTuple):
+    """What a store keeps of a page's sentences to judge it against a query."""
+
+    #: The letters of all its sentences, and of its sketched ones.
+    letters: int
+    sketched: int
+    #: The last TAIL_BYTES bytes (big-endian) of each of its SKETCH_SENTENCES smallest hashes.
+    tails: bytes
+
+
+def sketch_of(page: Sentences) -> Sketch:
+    """A page's sketch (see SKETCH_SENTENCES)."""
+    chosen = sorted(page)[:SKETCH_SENTENCES]
+    tails = b"".join((h & _TAIL_MASK).to_bytes(TAIL_BYTES, "big") for h, _ in chosen)
+    return Sketch(letters(page), letters(tuple(chosen)), tails)
+
+
 class Holder(NamedTuple):
-    """A stored page recorded under one of a query's sentences."""
+    """A stored page recorded under one of a query's sentences, with its sketch."""
 
     sentence: int
     key: str
     fingerprint: int
-    #: The letters of all the page's sentences, and of those it is recorded under.
-    letters: int
-    sampled: int
+    sketch: Sketch
+
+
+def holders_of(page: Sentences, key: str, fp: int, crowded: Container[int] = ()) -> list[Holder]:
+    """What a store holds of a page it records: one Holder per sentence of ``recorded``."""
+    sketch = sketch_of(page)
+    return [Holder(h, key, fp, sketch) for h, _ in recorded(page, crowded)]
 
 
 def confirmed(stored: int | None, signature: int | None, distance: int, confirm_k: int) -> bool:
@@ -93,8 +123,7 @@ class Match:
 
 @dataclass(frozen=True)
 class SharedSentences:
-    """What a stored page has in common with a query by sentences (estimated from its sample
-    when it is recorded under some of its sentences only)."""
+    """What a stored page has in common with a query by sentences (estimated from its sketch)."""
 
     key: str
     fingerprint: int
@@ -121,28 +150,29 @@ class SharedSentences:
 
 
 def shared_sentences(query: Sentences, holders: Iterable[Holder]) -> list[SharedSentences]:
-    """Every stored page that shares a sentence with ``query``, in the order first met.
-
-    A page's share of its sample found in the query stands for the share of all its
-    sentences: exact for a page recorded under all of them.
-    """
-    mine = dict(query)
+    """Every stored page that shares a sentence with ``query`` by its sketch, in the order
+    first met; the share of its sketch found in the query stands for the share of the page
+    (exact for a page of up to SKETCH_SENTENCES sentences)."""
     total = letters(query)
-    common: dict[tuple[str, int], int] = {}
-    count: dict[tuple[str, int], int] = {}
-    their: dict[tuple[str, int], Holder] = {}
+    mine: dict[bytes, int] = {}
+    for h, n in query:
+        tail = (h & _TAIL_MASK).to_bytes(TAIL_BYTES, "big")
+        mine[tail] = max(n, mine.get(tail, 0))
+    found: dict[tuple[str, int], SharedSentences | None] = {}
     for holder in holders:
-        if holder.sentence in mine:
-            page = holder.key, holder.fingerprint
-            common[page] = common.get(page, 0) + mine[holder.sentence]
-            count[page] = count.get(page, 0) + 1
-            their[page] = holder
-    found = []
-    for (key, fp), n in common.items():
-        of_stored = min(1.0, n / their[key, fp].sampled)
-        of_query = min(1.0, of_stored * their[key, fp].letters / total)
-        found.append(SharedSentences(key, fp, of_query, of_stored, count[key, fp]))
-    return found
+        page = holder.key, holder.fingerprint
+        if page in found:
+            continue
+        sketch = holder.sketch
+        tails = {sketch.tails[i : i + TAIL_BYTES] for i in range(0, len(sketch.tails), TAIL_BYTES)}
+        shared = [mine[tail] for tail in tails if tail in mine]
+        if not shared:
+            found[page] = None
+            continue
+        of_stored = min(1.0, sum(shared) / sketch.sketched)
+        of_query = min(1.0, of_stored * sketch.letters / total)
+        found[page] = SharedSentences(*page, of_query, of_stored, len(shared))
+    return [s for s in found.values() if s is not None]
 
 
 def sentence_matches(query: Sentences, holders: Iterable[Holder], share: float) -> list[Match]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
 from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import Holder, IndexHeader
+from nearDupe.store.base import Holder, IndexHeader, Sketch
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -47,7 +47,7 @@ def connect(path: Path) -> sqlite3.Connection:
             CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
             CREATE TABLE IF NOT EXISTS sentences (
                 sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
-                sampled INTEGER NOT NULL, key TEXT NOT NULL);
+                sketched INTEGER NOT NULL, tails BLOB NOT NULL, key TEXT NOT NULL);
             CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
             """
             + droplog.SCHEMA
@@ -114,11 +114,14 @@ def committed_holders(
     order of ``sentences``, oldest first for each."""
     wanted = [to_signed(sentence) for sentence, _ in sentences]
     rows = db.execute(
-        f"SELECT sentence, key, fp, letters, sampled FROM sentences WHERE sentence IN "
+        f"SELECT sentence, key, fp, letters, sketched, tails FROM sentences WHERE sentence IN "
         f"({','.join('?' * len(wanted))}) ORDER BY rowid",
         wanted,
     ).fetchall()
-    found = [Holder(to_unsigned(s), key, to_unsigned(fp), n, m) for s, key, fp, n, m in rows]
+    found = [
+        Holder(to_unsigned(s), key, to_unsigned(fp), Sketch(n, m, tails))
+        for s, key, fp, n, m, tails in rows
+    ]
     found += unsaved or []
     position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
     return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first

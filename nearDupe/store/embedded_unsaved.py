@@ -6,9 +6,9 @@ import sqlite3
 import time
 from collections import Counter
 
-from nearDupe.shorttext import Sentences, letters
+from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import SENTENCE_HOLDERS, Holder, recorded
+from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Sketch, holders_of
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
 
 
@@ -21,9 +21,10 @@ class UnsavedPages:
         #: signed fp -> (key, signed signature) of its uncommitted pages (a full disk can make
         #: the list above long; matches look here).
         self.by_fp: dict[int, list[tuple[str, int | None]]] = {}
-        #: signed sentence -> (signed sentence, signed fp, letters, sampled letters, key) of
-        #: its uncommitted holders, oldest first (the rows the next commit inserts).
-        self.by_sentence: dict[int, list[tuple[int, int, int, int, str]]] = {}
+        #: signed sentence -> (signed sentence, signed fp, letters, sketched letters, sketch
+        #: tails, key) of its uncommitted holders, oldest first (the rows the next commit
+        #: inserts).
+        self.by_sentence: dict[int, list[tuple[int, int, int, int, bytes, str]]] = {}
         self.drops: list[droplog.Drop] = []
 
     def add(
@@ -40,25 +41,25 @@ class UnsavedPages:
         self.pages.append((to_signed(fp), key, time.time(), sig))
         self.by_fp.setdefault(to_signed(fp), []).append((key, sig))
         held = Counter(holder.sentence for holder in holders)
-        sample = recorded(sentences, {s for s, n in held.items() if n >= SENTENCE_HOLDERS})
-        total, sampled = letters(sentences), letters(sample)
-        for sentence, _ in sample:
-            row = (to_signed(sentence), to_signed(fp), total, sampled, key)
+        crowded = {s for s, n in held.items() if n >= SENTENCE_HOLDERS}
+        for holder in holders_of(sentences, key, fp, crowded):
+            row = (to_signed(holder.sentence), to_signed(fp), *holder.sketch, key)
             self.by_sentence.setdefault(row[0], []).append(row)
 
     def holders(self, sentences: Sentences) -> list[Holder]:
         """The held pages recorded under one of ``sentences``."""
         return [
-            Holder(sentence, key, to_unsigned(fp), n, sampled)
+            Holder(sentence, key, to_unsigned(fp), Sketch(n, sketched, tails))
             for sentence, _ in sentences
-            for _, fp, n, sampled, key in self.by_sentence.get(to_signed(sentence), [])
+            for _, fp, n, sketched, tails, key in self.by_sentence.get(to_signed(sentence), [])
         ]
 
     def write(self, db: sqlite3.Connection) -> None:
         """Insert everything held into ``db``, uncommitted (it is still held: see clear)."""
         db.executemany("INSERT INTO pages (fp, key, added, sig) VALUES (?, ?, ?, ?)", self.pages)
         db.executemany(
-            "INSERT INTO sentences (sentence, fp, letters, sampled, key) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO sentences (sentence, fp, letters, sketched, tails, key) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (row for rows in self.by_sentence.values() for row in rows),
         )
         droplog.insert(db, self.drops)

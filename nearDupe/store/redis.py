@@ -62,13 +62,13 @@ import redis as redis_sync
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog
-from nearDupe.store.base import Holder, Match, sentence_matches, storable_key
+from nearDupe.store.base import Holder, Match, sentence_matches, sketch_of, storable_key
 from nearDupe.store.redis_bulk import RedisBulkIndex
 from nearDupe.store.redis_records import (
     entry,
     packed_sentences,
+    sentence_entry,
     sentence_holders,
-    sentence_key,
     signature_record,
 )
 
@@ -96,7 +96,7 @@ class RedisStore(RedisBulkIndex):
             entry(record, key),
             packed_sentences(sentences),
             repr(self.sentence_share),
-            sentence_key(fp, key),
+            sentence_entry(fp, sketch_of(sentences), key),
         ]
 
         async def attempt(retried: bool) -> Any:

@@ -16,7 +16,7 @@ from nearDupe.store.base import (
     SENTENCE_CONTAINED,
     SENTENCE_HOLDERS,
 )
-from nearDupe.store.redis_records import FP, HOLDER, LENGTH, LETTERS, RECORD
+from nearDupe.store.redis_records import FP, HOLDER, LENGTH, LETTERS, RECORD, TAIL
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
 _CONSTANTS = {
@@ -30,6 +30,7 @@ _CONSTANTS = {
     "FP": str(FP),
     "LETTERS": str(LETTERS),
     "HOLDER": str(HOLDER),
+    "TAIL": str(TAIL),
 }
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
 
@@ -62,10 +63,6 @@ local function uint32(s, i)
   return ((a * 256 + b) * 256 + c) * 256 + d
 end
 
-local function bytes4(n)
-  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
-                     math.floor(n / 256) % 256, n % 256)
-end
 
 -- Whether a candidate at distance d is confirmed: d plus the distance of two signature
 -- records (a flag byte, 0 for none, then 8 bytes) is at most ck.
@@ -120,7 +117,7 @@ end
 # KEYS: keys hash, counter, sentences hash, one bucket per table.
 # ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry,
 # sentences (8-byte hash and 4-byte letters each, smallest hash first), sentence share, the
-# page's fingerprint and key (8 bytes, then the key) as its sentences hold it.
+# page as its sentences hold it (redis_records.sentence_entry).
 # Returns nil when the page was recorded, else {fp (8 bytes), distance, stored key} or, for a
 # match by sentences, {fp, -1, stored key, share}.
 LUA_CHECK_AND_ADD = (
@@ -131,7 +128,7 @@ if redis.call('EXISTS', KEYS[4]) == 0 then
 end
 local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local sig, ck, entry = ARGV[5], tonumber(ARGV[6]), ARGV[7]
-local sentences, share, sentence_key = ARGV[8], tonumber(ARGV[9]), ARGV[10]
+local sentences, share, sentence_entry = ARGV[8], tonumber(ARGV[9]), ARGV[10]
 local found = near(5, fp, k)
 table.sort(found, function(a, b)
   if a[4] ~= b[4] then return a[4] < b[4] end
@@ -147,60 +144,65 @@ for _, m in ipairs(found) do
     return {m[1], m[4], stored}
   end
 end
--- The stored page whose common sentences are the largest share of both pages' sentence
--- letters, estimated from the sentences it is recorded under (see
--- nearDupe.store.base.sentence_matches).
-local total, holders, common, count, their, order = 0, {}, {}, {}, {}, {}
+-- The stored page whose sketch finds the largest share of both pages' sentence letters (see
+-- nearDupe.store.base.shared_sentences).
+local total, mine, holders = 0, {}, {}
 for i = 1, #sentences, FP + LETTERS do
-  local h, n = string.sub(sentences, i, i + FP - 1), uint32(sentences, i + FP)
+  local n, tail = uint32(sentences, i + FP), string.sub(sentences, i + FP - TAIL, i + FP - 1)
   total = total + n
+  mine[tail] = math.max(n, mine[tail] or 0)
+end
+local seen, best, best_share, single = {}, nil, -1, math.min(1, 2 * share)
+for i = 1, #sentences, FP + LETTERS do
+  local h = string.sub(sentences, i, i + FP - 1)
   local value = redis.call('HGET', KEYS[3], h) or ''
   local j, held = 1, 0
   while j + HOLDER - 1 <= #value do
-    local len = uint32(value, j + HOLDER - LENGTH)
-    local holder_key = string.sub(value, j + HOLDER, j + HOLDER - 1 + len)
-    local page = string.sub(value, j, j + FP - 1) .. holder_key
-    if not common[page] then
-      common[page], count[page] = 0, 0
-      their[page] = {uint32(value, j + FP), uint32(value, j + FP + LETTERS)}
-      order[#order + 1] = page
+    local tails_end = j + HOLDER + TAIL * byte(value, j + HOLDER - 1)
+    local len = uint32(value, tails_end)
+    local page = string.sub(value, j, j + FP - 1)
+      .. string.sub(value, tails_end + LENGTH, tails_end + LENGTH - 1 + len)
+    if not seen[page] then
+      seen[page] = true
+      local common, count, met = 0, 0, {}
+      for t = j + HOLDER, tails_end - 1, TAIL do
+        local tail = string.sub(value, t, t + TAIL - 1)
+        if mine[tail] and not met[tail] then
+          met[tail] = true
+          common, count = common + mine[tail], count + 1
+        end
+      end
+      if count > 0 then
+        local of_stored = math.min(1, common / uint32(value, j + FP + LETTERS))
+        local of_query = math.min(1, of_stored * uint32(value, j + FP) / total)
+        local s = math.min(of_query, of_stored)
+        local needed = share
+        if count == 1 then
+          needed = single
+        end
+        if s >= needed and math.max(of_query, of_stored) >= SENTENCE_CONTAINED
+            and s > best_share then
+          best, best_share = page, s
+        end
+      end
     end
-    common[page], count[page] = common[page] + n, count[page] + 1
     held = held + 1
-    j = j + HOLDER + len
+    j = tails_end + LENGTH + len
   end
-  holders[#holders + 1] = {h, value, held, n}
-end
-local best, best_share, single = nil, -1, math.min(1, 2 * share)
-for _, page in ipairs(order) do
-  local of_stored = math.min(1, common[page] / their[page][2])
-  local of_query = math.min(1, of_stored * their[page][1] / total)
-  local s = math.min(of_query, of_stored)
-  local held = math.max(of_query, of_stored)
-  local needed = share
-  if count[page] == 1 then
-    needed = single
-  end
-  if s >= needed and held >= SENTENCE_CONTAINED and s > best_share then
-    best, best_share = page, s
-  end
+  holders[#holders + 1] = {h, value, held}
 end
 if best then
-  return {string.sub(best, 1, 8), -1, string.sub(best, 9), tostring(best_share)}
+  return {string.sub(best, 1, FP), -1, string.sub(best, FP + 1), tostring(best_share)}
 end
 -- Recorded under every sentence of a short page, the SAMPLE_SENTENCES smallest hashes of a
 -- longer one (nearDupe.store.base.recorded); never under one held by SENTENCE_HOLDERS pages.
-local sample, sampled = {}, 0
+local recorded = 0
 for _, h in ipairs(holders) do
-  if h[3] < SENTENCE_HOLDERS and (total < SENTENCE_PAGE_LETTERS or #sample < SAMPLE_SENTENCES) then
-    sample[#sample + 1] = h
-    sampled = sampled + h[4]
+  local room = total < SENTENCE_PAGE_LETTERS or recorded < SAMPLE_SENTENCES
+  if h[3] < SENTENCE_HOLDERS and room then
+    recorded = recorded + 1
+    redis.call('HSET', KEYS[3], h[1], h[2] .. sentence_entry)
   end
-end
-local sentence_entry = string.sub(sentence_key, 1, FP) .. bytes4(total) .. bytes4(sampled)
-  .. bytes4(#sentence_key - FP) .. string.sub(sentence_key, FP + 1)
-for _, h in ipairs(sample) do
-  redis.call('HSET', KEYS[3], h[1], h[2] .. sentence_entry)
 end
 local pages = redis.call('HGET', KEYS[1], fp)
 if not pages then

@@ -6,7 +6,7 @@ See the key layout in :mod:`nearDupe.store.redis`.
 from __future__ import annotations
 
 from nearDupe.shorttext import Sentences
-from nearDupe.store.base import Holder
+from nearDupe.store.base import TAIL_BYTES, Holder, Sketch
 
 #: Bytes of a fingerprint or a sentence hash (big-endian).
 FP = 8
@@ -17,8 +17,10 @@ LENGTH = 4
 #: Bytes of a signature record: a flag (1: a signature follows) and 8 bytes big-endian.
 RECORD = 1 + FP
 #: Bytes of a sentence holder's head: fingerprint, the letters of the page's sentences and of
-#: those it is recorded under, key length.
-HOLDER = FP + 2 * LETTERS + LENGTH
+#: its sketched ones, the number of sketch tails (then the tails, key length and key).
+HOLDER = FP + 2 * LETTERS + 1
+#: Bytes of a sketch tail.
+TAIL = TAIL_BYTES
 
 
 def signature_record(signature: int | None) -> bytes:
@@ -39,10 +41,12 @@ def packed_sentences(sentences: Sentences) -> bytes:
     return b"".join(h.to_bytes(8, "big") + n.to_bytes(4, "big") for h, n in sorted(sentences))
 
 
-def sentence_key(fp: int, key: str) -> bytes:
-    """The fingerprint and key of a page as it is stored under its sentences (the check-and-add
-    script puts the letter counts between them)."""
-    return fp.to_bytes(8, "big") + key.encode()
+def sentence_entry(fp: int, sketch: Sketch, key: str) -> bytes:
+    """A page as stored under each sentence it is recorded under: fingerprint, sketch, key."""
+    head = fp.to_bytes(FP, "big") + sketch.letters.to_bytes(LETTERS, "big")
+    count = len(sketch.tails) // TAIL
+    head += sketch.sketched.to_bytes(LETTERS, "big") + count.to_bytes(1, "big")
+    return head + sketch.tails + _sized(key.encode())
 
 
 def sentence_holders(sentence: int, value: bytes) -> list[Holder]:
@@ -50,13 +54,15 @@ def sentence_holders(sentence: int, value: bytes) -> list[Holder]:
     out = []
     i = 0
     while i + HOLDER <= len(value):
-        n = int.from_bytes(value[i + HOLDER - LENGTH : i + HOLDER], "big")
         fp = int.from_bytes(value[i : i + FP], "big")
         page_letters = int.from_bytes(value[i + FP : i + FP + LETTERS], "big")
-        sampled = int.from_bytes(value[i + FP + LETTERS : i + FP + 2 * LETTERS], "big")
-        key = value[i + HOLDER : i + HOLDER + n].decode()
-        out.append(Holder(sentence, key, fp, page_letters, sampled))
-        i += HOLDER + n
+        sketched = int.from_bytes(value[i + FP + LETTERS : i + FP + 2 * LETTERS], "big")
+        tails_end = i + HOLDER + TAIL * value[i + HOLDER - 1]
+        n = int.from_bytes(value[tails_end : tails_end + LENGTH], "big")
+        key = value[tails_end + LENGTH : tails_end + LENGTH + n].decode()
+        sketch = Sketch(page_letters, sketched, value[i + HOLDER : tails_end])
+        out.append(Holder(sentence, key, fp, sketch))
+        i = tails_end + LENGTH + n
     return out
 
 
