@@ -364,6 +364,36 @@ def test_drops_are_remembered_up_to_the_limit(
     run(body)
 
 
+def test_a_follow_up_repeating_background_is_not_a_copy(backend: Backend) -> None:
+    """Long stories are found by a sample of 4 of their sentences but judged by their sketch:
+    a follow-up repeating 3 of a 12-sentence story's sentences (a quarter) is kept, however
+    many of them the sample holds; the story with its last paragraph cut is a copy."""
+    rng = random.Random(23)
+
+    def story() -> tuple[tuple[int, int], ...]:
+        return tuple(sorted((rng.getrandbits(64), rng.randrange(60, 140)) for _ in range(12)))
+
+    async def body() -> None:
+        store = backend.open()
+        in_sample = 0
+        for i in range(30):
+            first = story()
+            fp = rng.getrandbits(64)
+            assert await store.check_and_add(fp, f"story-{i}", None, first) is None
+            background = rng.sample(first, 3)
+            in_sample += sum(s in first[:4] for s in background) >= 2
+            follow_up = tuple(sorted(background + list(story())))
+            got = await store.check_and_add(rng.getrandbits(64), f"follow-up-{i}", None, follow_up)
+            assert got is None, (i, got)
+            cut = tuple(sorted(rng.sample(first, 9)))
+            got = await store.check_and_add(rng.getrandbits(64), f"cut-{i}", None, cut)
+            assert got is not None and got.key == f"story-{i}" and got.distance is None, (i, got)
+        assert in_sample >= 3  # the sample alone would have called those copies
+        await store.close()
+
+    run(body)
+
+
 def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
     """Generated pages drawn from a small pool of sentences (so that they overlap in every
     proportion), short ones recorded under all their sentences and longer ones under a sample:
