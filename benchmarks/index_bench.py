@@ -389,7 +389,7 @@ def print_table(n: int, rows: list[Row]) -> None:
     """One table per size: times, candidates, memory (B/page), exactness."""
     print(f"\n=== N = {n:,} stored fingerprints ===")
     head = (
-        f"{'index':<22}{'p50 µs':>10}{'p99 µs':>10}{'batch µs':>9}{'queries':>8}{'cands':>10}"
+        f"{'index':<22}{'p50 µs':>10}{'p99 µs':>10}{'batch µs':>9}{'queries':>8}{'cands':>12}"
         f"{'build s':>8}{'steady':>8}{'peak traced':>22}{'peak RSS':>22}{'recall':>8}{'exact':>6}"
     )
     print(head)
@@ -405,7 +405,7 @@ def print_table(n: int, rows: list[Row]) -> None:
         exact = "-" if r.exact is None else ("yes" if r.exact else "NO")
         print(
             f"{r.name:<22}{fmt(p50, '.1f'):>10}{fmt(p99, '.1f'):>10}{fmt(r.batched, '.2f'):>9}"
-            f"{r.queries or '-':>8}{fmt(r.candidates, ',.0f'):>10}{fmt(r.build_s, '.1f'):>8}"
+            f"{r.queries or '-':>8}{fmt(r.candidates, ',.0f'):>12}{fmt(r.build_s, '.1f'):>8}"
             f"{fmt(r.steady, '.1f'):>8}{traced:>22}{rss:>22}{fmt(r.recall, '.4f'):>8}{exact:>6}"
         )
         if r.peaks:
@@ -484,6 +484,9 @@ def bench_reopen(n: int, design: str) -> None:
             index.add(fp, f"https://example.com/page/{i}")
         t_add = time.perf_counter() - t
         t = time.perf_counter()
+        index.commit()
+        t_commit = time.perf_counter() - t
+        t = time.perf_counter()
         index.close()
         t_close = time.perf_counter() - t
         t = time.perf_counter()
@@ -499,7 +502,8 @@ def bench_reopen(n: int, design: str) -> None:
         size = sum(f.stat().st_size for f in tmp.iterdir())
         print(f"\n=== EmbeddedIndex ({design}), N = {n:,} pages ===")
         print(f"add one at a time     {t_add / n * 1e6:8.1f} µs/page ({t_add:.1f} s)")
-        print(f"close (commit+snapshot) {t_close:6.2f} s")
+        print(f"commit (SQLite)       {t_commit:8.2f} s")
+        print(f"close (snapshot)      {t_close:8.2f} s")
         print(f"reopen from snapshot  {t_open:8.2f} s   (target <= 2 s)")
         print(f"reopen, no snapshot   {t_rebuild:8.2f} s   (rebuilt from SQLite)")
         print(f"on disk               {size / n:8.1f} B/page")
@@ -525,6 +529,7 @@ def main() -> None:
     )
     workdir = Path(tempfile.mkdtemp(prefix="neardupe-index-bench-"))
     ours: dict[str, dict[int, Row]] = {f"{d} k={k}": {} for d, k in designs}
+    built = dict.fromkeys(PEERS, "")  # a peer's build cost at the largest size it ran
     try:
         for size in args.sizes:
             n = int(size)
@@ -544,12 +549,16 @@ def main() -> None:
                 if n > args.peer_cap:
                     row = Row(name)
                     row.notes.append(
-                        f"skipped (N above --peer-cap {args.peer_cap:.0e}: build time and "
-                        "memory; raise the cap to try)"
+                        f"skipped (N above --peer-cap {args.peer_cap:.0e}{built[name]})"
                     )
-                    rows.append(row)
                 else:
-                    rows.append(peer(stored, sample, within(truth, K)))
+                    row = peer(stored, sample, within(truth, K))
+                    if row.build_s is not None and row.steady is not None:
+                        built[name] = (
+                            f"; building N={n:.0e} took {row.build_s:.0f} s and "
+                            f"{row.steady:.0f} B/page of RSS"
+                        )
+                rows.append(row)
             print_table(n, rows)
             del stored, rows
             gc.collect()

@@ -107,7 +107,7 @@ class BlockIndex:
 
     def add_many(self, fps: Iterable[int] | np.ndarray) -> None:
         """Store many fingerprints at once (one sorted run, then merges)."""
-        fps = np.asarray(fps, dtype=np.uint64)
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)  # the kernels are compiled for C order
         if fps.size:
             self._runs.append(self._build_run(fps))
             self._merge_small_runs()
