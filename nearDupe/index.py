@@ -203,6 +203,8 @@ class BlockIndex:
     def _merge_last(self, count: int) -> None:
         """Replace the last ``count`` runs by their merge, one table at a time."""
         by_size = sorted(self._runs[-count:], key=len)  # smallest first: less copying
+        if sum(map(len, by_size)) > _MAX_RUN:  # checked before any run is taken apart
+            raise ValueError(f"a run holds at most {_MAX_RUN} fingerprints")
         del self._runs[-count:]
         per_table = [list(rows) for rows in zip(*(run.keys for run in by_size), strict=True)]
         del by_size  # now only ``per_table`` holds the rows
