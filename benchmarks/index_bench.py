@@ -1,20 +1,29 @@
-"""Benchmark of BlockIndex (and the persistent EmbeddedIndex) against peers; prints tables.
+"""Benchmark of BlockIndex, the new default beside the old one and peers; prints the #15 goals.
 
-Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7] [--designs 4-table 10-table]
-Peers (optional, skipped with a note when missing): numpy brute force, 1e0ng `simhash`
-SimhashIndex (capped at 10^5: pure Python), pynear MIHBinaryIndex, faiss IndexBinaryMultiHash.
+Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
+
+For each size, random uint64 fingerprints are stored and queried (half stored ones with 1-3
+bits flipped, half random) by the new default (4-table, k=3) and the old one (blocks-10-11,
+k=10), each checked against numpy brute force on a sample of the queries. Memory: steady is
+the index after compaction; peak is the most held during each phase (build by add_many in
+batches, which merges runs; compact after single adds; snapshot save; snapshot load), by
+tracemalloc and by the resident set's high-water mark. Peers (skipped with a note when not
+installed or above --peer-cap): numpy brute force, pynear MIHBinaryIndex, faiss
+IndexBinaryMultiHash.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
-import os
+import math
 import shutil
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,25 +31,89 @@ import numpy as np
 
 from nearDupe.designs import Design
 from nearDupe.index import BlockIndex
+from nearDupe.store.embedded_files import read_rows, write_rows
 
-K = 3
+#: (design, k): the new default and the one it replaces.
+NEW, OLD = ("4-table", 3), ("blocks-10-11", 10)
+#: Peers answer at the new default's k.
+K = NEW[1]
 #: Timed passes over the queries; the fastest pass is reported (the machine is shared).
 REPEAT = 3
-TARGETS = (
-    "single <= 10 µs @1e6, <= 20 µs @1e7; batched <= 3 µs; insert <= 20 µs; 4-table <= 48 B/fp"
+#: Batches of the build: each add_many merges into everything before it (the largest merges).
+BUILD_BATCHES = 4
+#: Single adds before compact(), so it merges a small run into the big one.
+SINGLE_ADDS = 5_000
+#: Single adds timed at the end (each 1024th flushes the buffer into a run, and may merge).
+TIMED_ADDS = 20_000
+#: Seconds of single queries per design and size: caps the query count where a query is slow
+#: (blocks-10-11 at 1e8 scans ~20 M candidates, ~30 ms).
+QUERY_BUDGET_S = 20.0
+#: At least this many queries are timed, whatever the budget.
+MIN_QUERIES = 50
+#: Scan cost per candidate (ns; blocks-10-11 at 1e7: 6.7 ms for 2.0 M) and per query (µs).
+NS_PER_CANDIDATE, US_PER_QUERY = 3.3, 5.0
+#: Brute force compares this many stored fingerprints per numpy call (80 MB temporaries).
+BRUTE_CHUNK = 10_000_000
+#: A design is skipped when its estimated peak exceeds this share of available memory.
+MEMORY_SHARE = 0.8
+
+LIBC = ctypes.CDLL("libc.so.6")
+
+GOALS_TEXT = (
+    "p50 lookup <= 100 µs @1e7, <= 1 ms @1e8; slope 1e6->1e8 <= 0.6; exact; "
+    "tables <= 36 B/page (total <= 64); peak <= 2x steady"
 )
 
 
-def rss_bytes() -> int:
-    """Resident set size of this process."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def read_status_kib(field_name: str) -> int:
+    """A VmXXX figure of /proc/self/status, in KiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise KeyError(field_name)
 
 
-def stats_us(ns: Sequence[int] | np.ndarray) -> tuple[float, float, float]:
-    """Mean, median, p99 of nanosecond timings, in microseconds."""
+def available_bytes() -> int:
+    """MemAvailable of /proc/meminfo."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    raise KeyError("MemAvailable")
+
+
+@dataclass
+class Peak:
+    """The most memory held during one phase: traced by tracemalloc and resident (HWM)."""
+
+    traced: float = 0
+    rss: float = 0
+
+
+def settle() -> int:
+    """Collect garbage and return freed heap to the system (so RSS shows what is held); RSS."""
+    gc.collect()
+    LIBC.malloc_trim(0)
+    return read_status_kib("VmRSS") * 1024
+
+
+@contextmanager
+def measure_peak(peak: Peak, rss_base: int) -> Iterator[None]:
+    """Record a phase's tracemalloc peak and resident high-water mark above ``rss_base``."""
+    settle()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    tracemalloc.reset_peak()
+    yield
+    peak.traced = tracemalloc.get_traced_memory()[1]
+    peak.rss = read_status_kib("VmHWM") * 1024 - rss_base
+
+
+def percentiles_us(ns: Sequence[int]) -> tuple[float, float]:
+    """p50 and p99 of nanosecond timings, in microseconds."""
     a = np.asarray(ns, dtype=np.float64) / 1e3
-    return float(a.mean()), float(np.median(a)), float(np.percentile(a, 99))
+    return float(np.median(a)), float(np.percentile(a, 99))
 
 
 def make_queries(stored: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -54,14 +127,27 @@ def make_queries(stored: np.ndarray, n: int, rng: np.random.Generator) -> np.nda
     return qs
 
 
-def brute_force(stored: np.ndarray, qs: np.ndarray, k: int = K) -> list[set[tuple[int, int]]]:
-    """Exact answers: every stored fingerprint within k of each query, with its distance."""
-    truth = []
+def brute_force(
+    stored: np.ndarray, qs: np.ndarray, k: int
+) -> tuple[list[set[tuple[int, int]]], list[int]]:
+    """Every stored fingerprint within k of each query with its distance, and each query's ns."""
+    truth, ns = [], []
     for q in qs:
-        d = np.bitwise_count(stored ^ q)
-        hit = np.flatnonzero(d <= k)
-        truth.append({(int(stored[i]), int(d[i])) for i in hit})
-    return truth
+        t = time.perf_counter_ns()
+        found: set[tuple[int, int]] = set()
+        for start in range(0, len(stored), BRUTE_CHUNK):
+            chunk = stored[start : start + BRUTE_CHUNK]
+            d = np.bitwise_count(chunk ^ q)
+            hit = np.flatnonzero(d <= k)
+            found.update((int(chunk[i]), int(d[i])) for i in hit)
+        ns.append(time.perf_counter_ns() - t)
+        truth.append(found)
+    return truth, ns
+
+
+def within(truth: list[set[tuple[int, int]]], k: int) -> list[set[tuple[int, int]]]:
+    """The truth of a larger k cut to k."""
+    return [{m for m in t if m[1] <= k} for t in truth]
 
 
 def recall(found: list[set[int]], truth: list[set[tuple[int, int]]]) -> float:
@@ -73,16 +159,26 @@ def recall(found: list[set[int]], truth: list[set[tuple[int, int]]]) -> float:
 
 @dataclass
 class Row:
-    """One line of a table."""
+    """One line of a size's table."""
 
     name: str
-    single: tuple[float, float, float] | None = None
+    single: tuple[float, float] | None = None
     batched: float | None = None
-    insert: tuple[float, float, float, float] | None = None
-    build_s: float | None = None
-    bytes_fp: str = ""
+    queries: int = 0
+    candidates: float | None = None
+    steady: float | None = None
+    peaks: dict[str, Peak] = field(default_factory=dict)
     recall: float | None = None
+    exact: bool | None = None
+    build_s: float | None = None
+    bytes_note: str = ""
     notes: list[str] = field(default_factory=list)
+
+    def peak_ratio(self, kind: str) -> tuple[float, str]:
+        """Highest phase peak / steady by 'traced' or 'rss', and its phase."""
+        assert self.steady
+        phase = max(self.peaks, key=lambda p: getattr(self.peaks[p], kind))
+        return getattr(self.peaks[phase], kind) / self.steady, phase
 
 
 def time_single(query: Callable[[int], object], qs: Sequence[int]) -> list[int]:
@@ -112,125 +208,118 @@ def time_batch(run: Callable[[], object], n: int) -> float:
     return best / n * 1e6
 
 
-def warm_up(designs: Sequence[str]) -> None:
-    """Load the compiled kernels so no timing includes numba's start-up."""
-    for name in designs:
-        index = BlockIndex(Design.named(name), buffer_size=4)
-        index.add_many(np.arange(100, dtype=np.uint64))
-        for fp in range(10):
-            index.add(fp)
-        index.query(3)
-        index.query_many(np.arange(5, dtype=np.uint64))
+def candidates(index: BlockIndex, qs: np.ndarray) -> float:
+    """Mean stored fingerprints sharing a query's prefix, summed over tables (one run)."""
+    (run,) = index._runs
+    total = 0
+    for t, table in enumerate(index.design.tables):
+        shift = np.uint64(64 - table.prefix_bits)
+        lo = (index.design.permute(t, qs) >> shift) << shift
+        hi = lo | ((np.uint64(1) << shift) - np.uint64(1))
+        row = run.keys[t]
+        total += int((np.searchsorted(row, hi, "right") - np.searchsorted(row, lo)).sum())
+    return total / len(qs)
+
+
+def query_count(design: Design, n: int, wanted: int) -> int:
+    """Queries to time: all wanted, unless that exceeds QUERY_BUDGET_S."""
+    us = design.expected_candidates(n) * NS_PER_CANDIDATE / 1e3 + US_PER_QUERY
+    return min(wanted, max(MIN_QUERIES, int(QUERY_BUDGET_S * 1e6 / us / (REPEAT + 2))))
+
+
+def exactness(index: BlockIndex, sample: np.ndarray, truth: list[set[tuple[int, int]]]) -> bool:
+    """Single and batched answers both equal brute force's, distances included."""
+    batched = [set(r) for r in index.query_many(sample)]
+    singles = [set(index.query(q)) for q in sample.tolist()]
+    return batched == truth == singles
 
 
 def bench_ours(
-    design: Design, stored: np.ndarray, qs: np.ndarray, truth: list, online: int, seed: int
+    name: str,
+    k: int,
+    stored: np.ndarray,
+    qs: np.ndarray,
+    sample: np.ndarray,
+    truth: list[set[tuple[int, int]]],
+    workdir: Path,
 ) -> Row:
-    """BlockIndex: build, single and batched queries, online inserts, memory, recall."""
-    row = Row(design.name)
-    gc.collect()
-    rss0 = rss_bytes()
-    tracemalloc.start()
-    t = time.perf_counter()
-    index = BlockIndex(design)
-    index.add_many(stored)
-    row.build_s = time.perf_counter() - t
-    traced, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    rss = rss_bytes() - rss0
+    """BlockIndex: build, compact, queries, exactness, save and load, with memory peaks."""
+    design = Design.named(name)
     n = len(stored)
-    row.bytes_fp = (
-        f"{index.nbytes / n:.1f} (traced {traced / n:.1f}, peak {peak / n:.1f}, rss {rss / n:.1f})"
-    )
-    ql = qs.tolist()
-    single = time_single(index.query, ql)
-    row.single = stats_us(single)
-    row.batched = time_batch(lambda: index.query_many(qs), len(qs))
-    results = index.query_many(qs)
-    found = [{fp for fp, _ in r} for r in results]
-    singles = [{fp for fp, _ in index.query(q)} for q in ql]
-    if design.k != K:  # the index answers within its own k: check against that
-        truth = brute_force(stored, qs, design.k)
-    exact = all(set(r) == t for r, t in zip(results, truth, strict=True)) and singles == [
-        {fp for fp, _ in t} for t in truth
-    ]
-    row.recall = recall(found, truth)
-    if not exact:
-        row.notes.append("MISMATCH vs brute force (distances or extra results)")
-    # Online: `online` single inserts, one query after every 10 inserts.
-    rng = np.random.default_rng(seed)
-    new = rng.integers(0, 2**64, online, dtype=np.uint64).tolist()
-    clock = time.perf_counter_ns
-    add_ns = np.empty(online, dtype=np.int64)
-    q_ns = []
-    for i, fp in enumerate(new):
-        t0 = clock()
-        index.add(fp)
-        add_ns[i] = clock() - t0
-        if i % 10 == 9:
-            t0 = clock()
-            index.query(ql[i % len(ql)])
-            q_ns.append(clock() - t0)
-    mean, med, p99 = stats_us(add_ns)
-    row.insert = (mean, med, p99, float(add_ns.max()) / 1e3)
-    qm, _, qp = stats_us(q_ns)
-    row.notes.append(
-        f"online: {len(index._runs)} runs after {online} adds, queries meanwhile "
-        f"mean {qm:.1f} µs p99 {qp:.1f} µs"
-    )
-    return row
-
-
-def bench_brute(stored: np.ndarray, qs: np.ndarray, truth: list, limit: int) -> Row:
-    """numpy brute force: popcount(stored ^ q) <= k for every stored fingerprint."""
-    row = Row("numpy brute force")
-    sub = qs[:limit]
-    ns = time_single(lambda q: np.flatnonzero(np.bitwise_count(stored ^ q) <= K), list(sub))
-    row.single = stats_us(ns)
-    row.recall = 1.0
-    row.bytes_fp = "8.0"
-    if limit < len(qs):
-        row.notes.append(f"timed on {limit} queries")
-    return row
-
-
-def bench_1e0ng(stored: np.ndarray, qs: np.ndarray, truth: list, cap: int) -> Row:
-    """1e0ng's pure-Python SimhashIndex (k + 1 = 4 blocks in dicts of strings)."""
-    row = Row("simhash.SimhashIndex")
+    row = Row(f"{name} k={k}")
+    need = len(design.tables) * 8 * n * 1.5  # tables, plus one row and temporaries
+    if need > MEMORY_SHARE * available_bytes():
+        row.notes.append(
+            f"skipped: needs ~{need / 2**30:.1f} GiB, {available_bytes() / 2**30:.1f} available"
+        )
+        return row
+    BlockIndex(design)  # kernels loaded before anything is measured
+    truth = within(truth, k)
+    rss_base = settle()
+    tracemalloc.start()
     try:
-        import logging
-
-        from simhash import Simhash, SimhashIndex
-    except ImportError:
-        row.notes.append("skipped: `pip install simhash` to compare")
-        return row
-    if len(stored) > cap:
-        row.notes.append(f"skipped above N={cap:.0e} (pure Python: too slow)")
-        return row
-    logging.getLogger("simhash").setLevel(logging.ERROR)
-    gc.collect()
-    rss0 = rss_bytes()
-    t = time.perf_counter()
-    index = SimhashIndex([(str(i), Simhash(int(fp))) for i, fp in enumerate(stored)], k=K)
-    row.build_s = time.perf_counter() - t
-    row.bytes_fp = f"rss {(rss_bytes() - rss0) / len(stored):.0f}"
-    ql = qs.tolist()
-    found: list[set[int]] = []
-
-    def query(q: int) -> None:
-        found.append({int(stored[int(i)]) for i in index.get_near_dups(Simhash(q))})
-
-    ns = time_single(query, ql)
-    row.single = stats_us(ns)
-    row.recall = recall(found[-len(qs) :], truth)  # the last pass
-    ins = []
-    for i, fp in enumerate(np.random.default_rng(1).integers(0, 2**64, 2000, dtype=np.uint64)):
-        s = Simhash(int(fp))
+        t = time.perf_counter()
+        with measure_peak(row.peaks.setdefault("build", Peak()), rss_base):
+            index = BlockIndex(design)
+            for batch in np.array_split(stored, BUILD_BATCHES):
+                index.add_many(batch)
+        row.build_s = time.perf_counter() - t
+        rng = np.random.default_rng(n + 7)
+        extra = rng.integers(0, 2**64, SINGLE_ADDS, dtype=np.uint64)
+        for fp in extra.tolist():
+            index.add(fp)
+        with measure_peak(row.peaks.setdefault("compact", Peak()), rss_base):
+            index.compact()
+        total = len(index)
+        steady = index.nbytes
+        row.steady = steady / total
+        path = workdir / "tables.npy"
+        with measure_peak(row.peaks.setdefault("save", Peak()), rss_base), open(path, "wb") as f:
+            write_rows(f, index.compact())
+        del index
+        load = row.peaks.setdefault("load", Peak())
+        with measure_peak(load, rss_base), open(path, "rb") as f:
+            index = BlockIndex.from_run(design, read_rows(f, len(design.tables), total))
+        path.unlink()
+    finally:
+        tracemalloc.stop()
+    for peak in row.peaks.values():  # as bytes per page, like steady
+        peak.traced, peak.rss = peak.traced / total, peak.rss / total
+    # The extra adds join the truth: brute force over them only.
+    extra_truth, _ = brute_force(extra, sample, k)
+    full_truth = [a | b for a, b in zip(truth, extra_truth, strict=True)]
+    row.exact = exactness(index, sample, full_truth)
+    found = [{fp for fp, _ in r} for r in index.query_many(sample)]
+    row.recall = recall(found, full_truth)
+    row.candidates = candidates(index, qs)
+    row.queries = query_count(design, n, len(qs))
+    timed = qs[: row.queries]
+    row.single = percentiles_us(time_single(index.query, timed.tolist()))
+    row.batched = time_batch(lambda: index.query_many(timed), len(timed))
+    new = np.random.default_rng(n + 8).integers(0, 2**64, TIMED_ADDS, dtype=np.uint64)
+    add_ns = []
+    for fp in new.tolist():
         t0 = time.perf_counter_ns()
-        index.add(f"new{i}", s)
-        ins.append(time.perf_counter_ns() - t0)
-    mean, med, p99 = stats_us(ins)
-    row.insert = (mean, med, p99, max(ins) / 1e3)
+        index.add(fp)
+        add_ns.append(time.perf_counter_ns() - t0)
+    p50, p99 = percentiles_us(add_ns)
+    row.notes.append(
+        f"{TIMED_ADDS:,} single add() after the queries: p50 {p50:.1f} µs, p99 {p99:.1f} µs, "
+        f"max {max(add_ns) / 1e3:,.0f} µs (a flush and merges)"
+    )
+    row.bytes_note = (
+        f"{len(design.tables)} tables of 8 B + {row.steady - 8 * len(design.tables):.2f} "
+        "of directories"
+    )
+    return row
+
+
+def bench_brute(ns: list[int]) -> Row:
+    """numpy brute force: popcount(stored ^ q) <= k over every stored fingerprint."""
+    row = Row("numpy brute force", queries=len(ns), recall=1.0, exact=True)
+    row.single = percentiles_us(ns)
+    row.steady = 8.0
+    row.notes.append(f"chunks of {BRUTE_CHUNK:,}; timed while computing the truth")
     return row
 
 
@@ -240,24 +329,24 @@ def bench_pynear(stored: np.ndarray, qs: np.ndarray, truth: list) -> Row:
     try:
         import pynear
     except ImportError:
-        row.notes.append("skipped: `pip install pynear` to compare")
+        row.notes.append("skipped: `pip install pynear` failed or not installed")
         return row
     codes = stored.view(np.uint8).reshape(-1, 8)
     qcodes = qs.view(np.uint8).reshape(-1, 8)
-    gc.collect()
-    rss0 = rss_bytes()
+    rss0 = settle()
     t = time.perf_counter()
     index = pynear.MIHBinaryIndex(4)
     index.set(codes)
     row.build_s = time.perf_counter() - t
-    row.bytes_fp = f"rss {(rss_bytes() - rss0) / len(stored):.1f}"
+    row.steady = (settle() - rss0) / len(stored)
+    row.bytes_note = "RSS growth"
     nn = 8  # kNN with a radius: ask for 8 neighbours, keep those within K
 
     def query(i: int) -> None:
         index.searchKNN_arrays(qcodes[i : i + 1], nn, K)
 
-    ns = time_single(query, list(range(len(qs))))
-    row.single = stats_us(ns)
+    row.queries = len(qs)
+    row.single = percentiles_us(time_single(query, list(range(len(qs)))))
     row.batched = time_batch(lambda: index.searchKNN_arrays(qcodes, nn, K), len(qs))
     ids, dist = index.searchKNN_arrays(qcodes, nn, K)
     found = [
@@ -265,7 +354,7 @@ def bench_pynear(stored: np.ndarray, qs: np.ndarray, truth: list) -> Row:
         for i_row, d_row in zip(ids, dist, strict=True)
     ]
     row.recall = recall(found, truth)
-    row.notes.append("pynear: kNN (8) with radius, no pure range search; no single inserts")
+    row.notes.append("kNN (8) with a radius: no pure range search; no single inserts")
     return row
 
 
@@ -275,63 +364,126 @@ def bench_faiss(stored: np.ndarray, qs: np.ndarray, truth: list) -> Row:
     try:
         import faiss
     except ImportError:
-        row.notes.append("skipped: `pip install faiss-cpu` to compare")
+        row.notes.append("skipped: `pip install faiss-cpu` failed or not installed")
         return row
     faiss.omp_set_num_threads(1)
     codes = np.ascontiguousarray(stored.view(np.uint8).reshape(-1, 8))
     qcodes = np.ascontiguousarray(qs.view(np.uint8).reshape(-1, 8))
-    gc.collect()
-    rss0 = rss_bytes()
+    rss0 = settle()
     t = time.perf_counter()
     index = faiss.IndexBinaryMultiHash(64, 4, 16)
     index.add(codes)
     row.build_s = time.perf_counter() - t
-    row.bytes_fp = f"rss {(rss_bytes() - rss0) / len(stored):.1f}"
+    row.steady = (settle() - rss0) / len(stored)
+    row.bytes_note = "RSS growth"
 
     def query(i: int) -> None:
         index.range_search(qcodes[i : i + 1], K + 1)
 
-    ns = time_single(query, list(range(len(qs))))
-    row.single = stats_us(ns)
+    row.queries = len(qs)
+    row.single = percentiles_us(time_single(query, list(range(len(qs)))))
     row.batched = time_batch(lambda: index.range_search(qcodes, K + 1), len(qs))
     lims, _, ids = index.range_search(qcodes, K + 1)
     found = [{int(stored[j]) for j in ids[lims[i] : lims[i + 1]]} for i in range(len(qs))]
     row.recall = recall(found, truth)
-    ins = []
-    for fp in np.random.default_rng(2).integers(0, 2**64, 2000, dtype=np.uint64):
-        c = np.ascontiguousarray(np.array([fp], dtype=np.uint64).view(np.uint8).reshape(1, 8))
-        t0 = time.perf_counter_ns()
-        index.add(c)
-        ins.append(time.perf_counter_ns() - t0)
-    mean, med, p99 = stats_us(ins)
-    row.insert = (mean, med, p99, max(ins) / 1e3)
-    row.notes.append("faiss: 1 OpenMP thread; inserts timed over 2,000 single adds")
+    row.notes.append("1 OpenMP thread")
     return row
 
 
-def print_table(n: int, rows: list[Row], ref: Row) -> None:
-    """One table per N; peer ratios are peer time / BlockIndex (first design) time."""
-    print(f"\n=== N = {n:,} stored fingerprints, k = {K} ===")
+PEERS = {"pynear MIH m=4": bench_pynear, "faiss BinaryMultiHash": bench_faiss}
+
+
+def fmt(value: float | None, spec: str) -> str:
+    """A figure, or '-' when not measured."""
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(n: int, rows: list[Row]) -> None:
+    """One table per size: times, candidates, memory (B/page), exactness."""
+    print(f"\n=== N = {n:,} stored fingerprints ===")
     head = (
-        f"{'index':<24}{'query µs mean/med/p99':>24}{'x ref':>8}{'batch µs':>10}{'x ref':>8}"
-        f"{'insert µs mean/med/p99/max':>32}{'build s':>9}{'recall':>8}  B/fp"
+        f"{'index':<22}{'p50 µs':>10}{'p99 µs':>10}{'batch µs':>9}{'queries':>8}{'cands':>12}"
+        f"{'build s':>8}{'steady':>8}{'peak traced':>22}{'peak RSS':>22}{'recall':>8}{'exact':>6}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
-        single = "/".join(f"{v:.1f}" for v in r.single) if r.single else "-"
-        ratio = f"{r.single[0] / ref.single[0]:.1f}" if r.single and ref.single else "-"
-        batch = f"{r.batched:.2f}" if r.batched is not None else "-"
-        bratio = f"{r.batched / ref.batched:.1f}" if r.batched and ref.batched else "-"
-        ins = "/".join(f"{v:.1f}" for v in r.insert) if r.insert else "-"
-        build = f"{r.build_s:.2f}" if r.build_s is not None else "-"
-        rec = f"{r.recall:.4f}" if r.recall is not None else "-"
+        p50, p99 = r.single if r.single else (None, None)
+        traced = rss = "-"
+        if r.peaks and r.steady:
+            ratio, phase = r.peak_ratio("traced")
+            traced = f"{ratio * r.steady:.1f} {ratio:.2f}x {phase}"
+            ratio, phase = r.peak_ratio("rss")
+            rss = f"{ratio * r.steady:.1f} {ratio:.2f}x {phase}"
+        exact = "-" if r.exact is None else ("yes" if r.exact else "NO")
         print(
-            f"{r.name:<24}{single:>24}{ratio:>8}{batch:>10}{bratio:>8}{ins:>32}{build:>9}"
-            f"{rec:>8}  {r.bytes_fp}"
+            f"{r.name:<22}{fmt(p50, '.1f'):>10}{fmt(p99, '.1f'):>10}{fmt(r.batched, '.2f'):>9}"
+            f"{r.queries or '-':>8}{fmt(r.candidates, ',.0f'):>12}{fmt(r.build_s, '.1f'):>8}"
+            f"{fmt(r.steady, '.1f'):>8}{traced:>22}{rss:>22}{fmt(r.recall, '.4f'):>8}{exact:>6}"
         )
+        if r.peaks:
+            phases = ", ".join(f"{p} {v.traced:.1f}/{v.rss:.1f}" for p, v in r.peaks.items())
+            print(f"{'':<22}  peaks B/page traced/RSS: {phases}; {r.bytes_note}")
+        elif r.bytes_note:
+            print(f"{'':<22}  steady: {r.bytes_note}")
         for note in r.notes:
-            print(f"{'':<24}  note: {note}")
+            print(f"{'':<22}  note: {note}")
+
+
+def slope(results: dict[int, Row]) -> float | None:
+    """log-log slope of p50 single-query time from 1e6 to 1e8."""
+    a, b = results.get(10**6), results.get(10**8)
+    if not (a and b and a.single and b.single):
+        return None
+    return math.log(b.single[0] / a.single[0]) / math.log(100)
+
+
+def print_goals(ours: dict[str, dict[int, Row]]) -> None:
+    """The issue #15 goals with the measured figures of both designs."""
+    print(f"\n=== Goals (issue #15): {GOALS_TEXT} ===")
+    head = f"{'goal':<44}" + "".join(f"{name:>24}" for name in ours) + "   new default"
+    print(head)
+    print("-" * len(head))
+
+    def line(goal: str, value: Callable[[dict[int, Row]], float | None], limit: float) -> None:
+        values = [value(results) for results in ours.values()]
+        cells = "".join(f"{fmt(v, '.2f'):>24}" for v in values)
+        new = values[0]
+        verdict = "not measured" if new is None else "met" if new <= limit else "NOT met"
+        print(f"{goal:<44}{cells}   {verdict}")
+
+    def p50(n: int) -> Callable[[dict[int, Row]], float | None]:
+        return lambda r: r[n].single[0] if n in r and r[n].single else None  # type: ignore[index]
+
+    def worst(get: Callable[[Row], float]) -> Callable[[dict[int, Row]], float | None]:
+        return lambda r: max((get(row) for row in r.values() if row.steady), default=None)
+
+    line("p50 lookup @1e7 <= 100 µs", p50(10**7), 100)
+    line("p50 lookup @1e8 <= 1000 µs", p50(10**8), 1000)
+    line("log-log slope of p50, 1e6 -> 1e8 <= 0.6", slope, 0.6)
+    line("tables B/page, worst size <= 36", worst(lambda r: r.steady or 0), 36)
+    line("peak / steady, traced, worst <= 2", worst(lambda r: r.peak_ratio("traced")[0]), 2)
+    line("peak / steady, RSS, worst <= 2", worst(lambda r: r.peak_ratio("rss")[0]), 2)
+    line("peak / steady, RSS, worst at sizes >= 1e7 <= 2", rss_ratio, 2)
+    line("inexact sizes (recall < 1 or other answers)", inexact, 0)
+    print(
+        "(verdicts are for the new default, the first column. RSS below 1e7: rows of 128 KB to "
+        "32 MB come from glibc's heap, whose freed holes count until reused)"
+    )
+
+
+def rss_ratio(results: dict[int, Row]) -> float | None:
+    """Worst RSS peak / steady at sizes of 1e7 and up (rows of 80 MB and more: mmapped)."""
+    big = [row for n, row in results.items() if row.steady and n >= 10**7]
+    return max((row.peak_ratio("rss")[0] for row in big), default=None)
+
+
+def inexact(results: dict[int, Row]) -> float | None:
+    """Sizes whose answers were not exactly brute force's."""
+    measured = [row for row in results.values() if row.steady]
+    if not measured:
+        return None
+    return float(sum(not (row.exact and row.recall == 1.0) for row in measured))
 
 
 def bench_reopen(n: int, design: str) -> None:
@@ -349,6 +501,9 @@ def bench_reopen(n: int, design: str) -> None:
             index.add(fp, f"https://example.com/page/{i}")
         t_add = time.perf_counter() - t
         t = time.perf_counter()
+        index.commit()
+        t_commit = time.perf_counter() - t
+        t = time.perf_counter()
         index.close()
         t_close = time.perf_counter() - t
         t = time.perf_counter()
@@ -364,7 +519,8 @@ def bench_reopen(n: int, design: str) -> None:
         size = sum(f.stat().st_size for f in tmp.iterdir())
         print(f"\n=== EmbeddedIndex ({design}), N = {n:,} pages ===")
         print(f"add one at a time     {t_add / n * 1e6:8.1f} µs/page ({t_add:.1f} s)")
-        print(f"close (commit+snapshot) {t_close:6.2f} s")
+        print(f"commit (SQLite)       {t_commit:8.2f} s")
+        print(f"close (snapshot)      {t_close:8.2f} s")
         print(f"reopen from snapshot  {t_open:8.2f} s   (target <= 2 s)")
         print(f"reopen, no snapshot   {t_rebuild:8.2f} s   (rebuilt from SQLite)")
         print(f"on disk               {size / n:8.1f} B/page")
@@ -373,55 +529,61 @@ def bench_reopen(n: int, design: str) -> None:
 
 
 def main() -> None:
-    """Parse flags, run every size, print the tables."""
+    """Parse flags, run every size, print the tables and the goals."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7])
-    ap.add_argument("--designs", nargs="+", default=["4-table", "10-table", "16-table"])
-    ap.add_argument(
-        "--big-designs", nargs="+", default=["4-table"], help="designs run at N >= 1e7"
-    )
-    ap.add_argument("--queries", type=int, default=2000)
-    ap.add_argument("--online", type=int, default=100_000, help="single inserts timed")
-    ap.add_argument("--brute-queries", type=int, default=200, help="queries timed by brute force")
-    ap.add_argument("--simhash-cap", type=float, default=1e5)
+    ap.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7, 1e8])
+    ap.add_argument("--queries", type=int, default=2000, help="queries timed (budget permitting)")
+    ap.add_argument("--exact", type=int, default=100, help="queries checked by brute force")
+    ap.add_argument("--peer-cap", type=float, default=1e7, help="largest size peers are run at")
     ap.add_argument("--reopen-size", type=float, default=1e6, help="0 to skip")
-    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-old", action="store_true", help="only the new default")
     args = ap.parse_args()
-    warm_up(sorted({*args.designs, *args.big_designs}))
-    print(f"targets: {TARGETS}; reopen of 1e6 <= 2 s")
-    print(f"{args.queries} queries: half stored fps with 1-3 bits flipped, half random")
-    print(f"query times: fastest of {REPEAT} passes (shared 2-core machine)")
-    for size in args.sizes:
-        n = int(size)
-        rng = np.random.default_rng(n)
-        stored = rng.integers(0, 2**64, n, dtype=np.uint64)
-        qs = make_queries(stored, args.queries, rng)
-        t = time.perf_counter()
-        truth = brute_force(stored, qs)
-        t_truth = time.perf_counter() - t
-        designs = args.designs if n < 10**7 else args.big_designs
-        rows = [
-            bench_ours(Design.named(d), stored, qs, truth, args.online, n + 1) for d in designs
-        ]
-        gc.collect()
-        if not args.no_peers:
-            brute = bench_brute(stored, qs, truth, args.brute_queries)
-            brute.notes.append(f"ground truth for all queries took {t_truth:.1f} s")
-            rows += [
-                brute,
-                bench_1e0ng(stored, qs, truth, int(args.simhash_cap)),
-                bench_pynear(stored, qs, truth),
-                bench_faiss(stored, qs, truth),
-            ]
-        print_table(n, rows, rows[0])
-        print(
-            f"(x ref = time / {rows[0].name} time; insert = {args.online:,} single adds "
-            "interleaved with a query every 10, max = slowest add (a flush + merge))"
-        )
-        del stored, rows
-        gc.collect()
+    designs = [NEW] if args.no_old else [NEW, OLD]
+    print(f"goals: {GOALS_TEXT}")
+    print(
+        f"queries: half stored fps with 1-3 bits flipped, half random; times are the fastest of "
+        f"{REPEAT} passes (shared 2-core machine); exactness on {args.exact} of them"
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="neardupe-index-bench-"))
+    ours: dict[str, dict[int, Row]] = {f"{d} k={k}": {} for d, k in designs}
+    built = dict.fromkeys(PEERS, "")  # a peer's build cost at the largest size it ran
+    try:
+        for size in args.sizes:
+            n = int(size)
+            rng = np.random.default_rng(n)
+            stored = rng.integers(0, 2**64, n, dtype=np.uint64)
+            qs = make_queries(stored, args.queries, rng)
+            sample = qs[: args.exact]
+            truth, brute_ns = brute_force(stored, sample, max(k for _, k in designs))
+            rows = []
+            for name, k in designs:
+                row = bench_ours(name, k, stored, qs, sample, truth, workdir)
+                ours[row.name][n] = row
+                rows.append(row)
+                gc.collect()
+            rows.append(bench_brute(brute_ns))
+            for name, peer in PEERS.items():
+                if n > args.peer_cap:
+                    row = Row(name)
+                    row.notes.append(
+                        f"skipped (N above --peer-cap {args.peer_cap:.0e}{built[name]})"
+                    )
+                else:
+                    row = peer(stored, sample, within(truth, K))
+                    if row.build_s is not None and row.steady is not None:
+                        built[name] = (
+                            f"; building N={n:.0e} took {row.build_s:.0f} s and "
+                            f"{row.steady:.0f} B/page of RSS"
+                        )
+                rows.append(row)
+            print_table(n, rows)
+            del stored, rows
+            gc.collect()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_goals(ours)
     if args.reopen_size:
-        bench_reopen(int(args.reopen_size), "4-table")
+        bench_reopen(int(args.reopen_size), NEW[0])
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ table; these loops do a whole query in one call (see benchmarks/index_bench.py).
 packed into few arrays because numba's per-argument dispatch cost dominates a single query.
 All values are uint64: numba, like numpy, turns uint64 mixed with signed ints into floats.
 
-Layouts: ``perm[t]`` = [segments, prefix_shift, src_0.., dst_0.., mask_0..] for table t (see
+Layouts: ``keys`` = a tuple of one sorted uint64 row per table (separate arrays, so a merge
+replaces one table at a time); ``dirs`` = uint32 (tables, 2**bits + 1) row offsets;
+``perm[t]`` = [segments, prefix_shift, src_0.., dst_0.., mask_0..] for table t (see
 Design.packed); ``out`` = uint64 (2, cap): matched fingerprints in row 0, distances in row 1.
+Every output array is allocated by the caller (numpy), so tracemalloc sees it.
 """
 
 from __future__ import annotations
@@ -58,21 +61,49 @@ def _record(fp, d, out, n_out):
 
 
 @njit(cache=True, nogil=True)
-def directory(row, bits):
-    """Start offset in the sorted row of every value of its top ``bits`` bits (plus the end)."""
-    size = 1 << bits
-    out = np.empty(size + 1, dtype=np.int64)
+def directory(row, bits, out):
+    """Fill ``out`` (2**bits + 1 entries) with the start offset in the sorted row of every value
+    of its top ``bits`` bits, plus the end."""
+    size = out.shape[0] - 1
     out[0] = 0
     out[size] = row.shape[0]
     if bits == 0:
-        return out
+        return
     shift = np.uint64(64 - bits)
     j = 0
     for top in range(size):
         while j < row.shape[0] and (row[j] >> shift) < np.uint64(top):
             j += 1
         out[top] = j
-    return out
+
+
+@njit(cache=True, nogil=True)
+def permute(fps, p, out):
+    """out[i] = fps[i] under table permutation p (no temporaries, unlike numpy's shifts)."""
+    for i in range(fps.shape[0]):
+        out[i] = _permute(fps[i], p, False)
+
+
+@njit(cache=True, nogil=True)
+def merge(a, b, out):
+    """Merge sorted rows a and b into out (len(a) + len(b) entries)."""
+    i = j = o = 0
+    while i < a.shape[0] and j < b.shape[0]:
+        if b[j] < a[i]:
+            out[o] = b[j]
+            j += 1
+        else:
+            out[o] = a[i]
+            i += 1
+        o += 1
+    while i < a.shape[0]:
+        out[o] = a[i]
+        i += 1
+        o += 1
+    while j < b.shape[0]:
+        out[o] = b[j]
+        j += 1
+        o += 1
 
 
 @njit(cache=True, inline="always")
@@ -115,11 +146,12 @@ def query_run(keys, dirs, q, k, perm, out, n_out):
     """
     bits = _directory_bits(dirs)
     dshift = np.uint64(64 - bits)
-    for t in range(keys.shape[0]):
+    for t in range(len(keys)):
         p = perm[t]
         qp = _permute(q, p, False)
         top = (qp >> dshift) if bits else np.uint64(0)
-        n_out = _scan(keys[t], dirs[t, top], dirs[t, top + _ONE], qp, p, k, out, n_out)
+        lo, hi = np.int64(dirs[t, top]), np.int64(dirs[t, top + _ONE])
+        n_out = _scan(keys[t], lo, hi, qp, p, k, out, n_out)
     return n_out
 
 
@@ -146,12 +178,12 @@ def query_run_many(keys, dirs, qs, k, perm, out, n_out):
     qp = np.empty(nq, dtype=np.uint64)
     lo = np.empty(nq, dtype=np.int64)
     hi = np.empty(nq, dtype=np.int64)
-    for t in range(keys.shape[0]):
+    for t in range(len(keys)):
         p = perm[t]
         for i in range(nq):
             qp[i] = _permute(qs[i], p, False)
             top = (qp[i] >> dshift) if bits else np.uint64(0)
-            lo[i], hi[i] = dirs[t, top], dirs[t, top + _ONE]
+            lo[i], hi[i] = np.int64(dirs[t, top]), np.int64(dirs[t, top + _ONE])
         row = keys[t]
         for i in range(nq):
             n_out[i] = _scan(row, lo[i], hi[i], qp[i], p, k, out[i], n_out[i])
@@ -165,15 +197,20 @@ def query_buffer_many(buf, n, qs, k, out, n_out):
 
 
 @cache
-def warm_up() -> None:
-    """Load (or compile) every kernel now, not on a crawl's first page: that takes ~0.1-2 s."""
-    keys = np.zeros((1, 1), dtype=np.uint64)
-    dirs = np.stack([directory(keys[0], 0)])
-    perm = np.array([[1, 0, 0, 0, np.iinfo(np.uint64).max]], dtype=np.uint64)
+def warm_up(tables: int) -> None:
+    """Load (or compile) every kernel for runs of ``tables`` rows now, not on a crawl's first
+    page: that takes ~0.1-2 s (numba specialises a tuple of rows by its length)."""
+    row = np.zeros(1, dtype=np.uint64)
+    keys = (row,) * tables
+    dirs = np.zeros((tables, 2), dtype=np.uint32)
+    directory(row, 0, dirs[0])
+    permute(row, np.zeros(2, dtype=np.uint64), row.copy())
+    merge(row, row, np.zeros(2, dtype=np.uint64))
+    perm = np.array([[1, 0, 0, 0, np.iinfo(np.uint64).max]] * tables, dtype=np.uint64)
     out = np.zeros((2, 1), dtype=np.uint64)
     query_run(keys, dirs, np.uint64(0), 0, perm, out, 0)
-    query_buffer(keys[0], 1, np.uint64(0), 0, out, 0)
+    query_buffer(row, 1, np.uint64(0), 0, out, 0)
     qs = np.zeros(1, dtype=np.uint64)
     many_out, n = np.zeros((1, 2, 1), dtype=np.uint64), np.zeros(1, dtype=np.int64)
     query_run_many(keys, dirs, qs, 0, perm, many_out, n)
-    query_buffer_many(keys[0], 1, qs, 0, many_out, n)
+    query_buffer_many(row, 1, qs, 0, many_out, n)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,25 +15,33 @@ from nearDupe.designs import Design
 _OUT_CAP = 64
 
 
-#: A run of n rows gets a directory of 2**(bit_length(n) - 3) slots: n/8 to n/4 entries, at
-#: most 8 B per fingerprint beside its 8 B key,
-_ROWS_PER_SLOT_BITS = 3
-#: and at most 2**24 slots (128 MiB per table), whatever the run's size.
+#: A run of n rows gets a directory of 2**(bit_length(n) - 4) slots: n/16 to n/8 entries, at
+#: most 0.5 B per fingerprint (uint32 offsets) beside its 8 B key (4-table: 34 B/fp at worst,
+#: 36.3 at 1e5 with n/8 to n/4),
+_ROWS_PER_SLOT_BITS = 4
+#: and at most 2**24 slots (64 MiB per table), whatever the run's size.
 _MAX_DIRECTORY_BITS = 24
+#: Directory offsets are uint32 (half of int64's 8 B), so a run holds fewer than 2**32 rows.
+_MAX_RUN = 2**32 - 1
+
+#: One sorted row per table; separate arrays, so a merge replaces one table at a time.
+Rows = tuple[np.ndarray, ...]
 
 
 @dataclass(frozen=True)
 class Run:
     """Sorted permuted fingerprints, one row per table, with a directory on the top bits."""
 
-    keys: np.ndarray
+    keys: Rows
     dirs: np.ndarray
     bits: int
 
     @classmethod
-    def build(cls, design: Design, keys: np.ndarray) -> Run:
-        """Wrap sorted rows, adding a directory of about n/4 entries per table (<= 8 B/fp)."""
-        n = keys.shape[1]
+    def build(cls, design: Design, keys: Rows) -> Run:
+        """Wrap sorted rows, adding a directory of about n/8 entries per table (<= 0.5 B/fp)."""
+        n = len(keys[0])
+        if n > _MAX_RUN:
+            raise ValueError(f"a run holds at most {_MAX_RUN} fingerprints, not {n}")
         bits = max(
             0,
             min(
@@ -42,26 +50,29 @@ class Run:
                 _MAX_DIRECTORY_BITS,
             ),
         )
-        dirs = np.stack([_kernels.directory(row, bits) for row in keys])
+        dirs = np.empty((len(keys), (1 << bits) + 1), dtype=np.uint32)
+        for row, out in zip(keys, dirs, strict=True):
+            _kernels.directory(row, bits, out)
         return cls(keys, dirs, bits)
 
     def __len__(self) -> int:
-        return self.keys.shape[1]
+        return len(self.keys[0])
 
     @property
     def nbytes(self) -> int:
         """Bytes of keys and directory."""
-        return self.keys.nbytes + self.dirs.nbytes
+        return sum(row.nbytes for row in self.keys) + self.dirs.nbytes
 
 
 class BlockIndex:
     """All stored fingerprints within Hamming distance k of a query, exactly.
 
-    Each run is a (tables, n) uint64 array: row t holds every fingerprint of the run under
+    Each run holds one uint64 row per table: row t holds every fingerprint of the run under
     table t's permutation, sorted, so a query binary-searches its own prefix in each row.
     New fingerprints go to an unsorted buffer that queries scan directly; a full buffer becomes
     a run, and runs of similar size are merged (a log-structured merge), so an insert never
-    re-sorts everything.
+    re-sorts everything. A merge builds one table's row at a time and frees the merged runs'
+    row before the next, so it needs one table's row beyond the index (1 + 1/tables).
     """
 
     def __init__(self, design: Design, *, buffer_size: int = 1024, fanout: int = 8) -> None:
@@ -72,7 +83,7 @@ class BlockIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        _kernels.warm_up()
+        _kernels.warm_up(len(design.tables))
 
     @property
     def k(self) -> int:
@@ -96,7 +107,7 @@ class BlockIndex:
 
     def add_many(self, fps: Iterable[int] | np.ndarray) -> None:
         """Store many fingerprints at once (one sorted run, then merges)."""
-        fps = np.asarray(fps, dtype=np.uint64)
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)  # the kernels are compiled for C order
         if fps.size:
             self._runs.append(self._build_run(fps))
             self._merge_small_runs()
@@ -108,26 +119,32 @@ class BlockIndex:
             self._buffered = 0
             self._merge_small_runs()
 
-    def compact(self) -> np.ndarray:
-        """Merge everything into one run and return it (the form that is saved to disk)."""
+    def compact(self) -> Rows:
+        """Merge everything into one run and return its rows (the form saved to disk)."""
         self.flush()
         if not self._runs:
-            return np.zeros((len(self.design.tables), 0), dtype=np.uint64)
+            return tuple(np.zeros(0, dtype=np.uint64) for _ in self.design.tables)
         if len(self._runs) > 1:
-            self._runs = [self._merge(self._runs)]
+            self._merge_last(len(self._runs))
         return self._runs[0].keys
 
     @classmethod
-    def from_run(cls, design: Design, run: np.ndarray, **kwargs: int) -> BlockIndex:
-        """An index over a run made by :meth:`compact` (same design), without re-sorting."""
-        if run.ndim != 2 or run.shape[0] != len(design.tables) or run.dtype != np.uint64:
+    def from_run(
+        cls, design: Design, rows: Sequence[np.ndarray] | np.ndarray, **kwargs: int
+    ) -> BlockIndex:
+        """An index over the rows made by :meth:`compact` (same design), without re-sorting."""
+        keys = tuple(np.ascontiguousarray(row) for row in rows)
+        shapes = {row.shape for row in keys}
+        if len(keys) != len(design.tables) or len(shapes) != 1 or len(next(iter(shapes))) != 1:
             raise ValueError(
-                f"run of shape {run.shape} and dtype {run.dtype} does not fit design "
+                f"{len(keys)} rows of shapes {sorted(shapes)} do not fit design "
                 f"{design.name} ({len(design.tables)} tables of uint64)"
             )
+        if any(row.dtype != np.uint64 for row in keys):
+            raise ValueError(f"rows of dtype {keys[0].dtype} do not fit design {design.name}")
         index = cls(design, **kwargs)
-        if run.shape[1]:
-            index._runs.append(Run.build(design, run))
+        if len(keys[0]):
+            index._runs.append(Run.build(design, keys))
         return index
 
     def fingerprints(self) -> np.ndarray:
@@ -175,20 +192,39 @@ class BlockIndex:
         return k
 
     def _build_run(self, fps: np.ndarray) -> Run:
-        keys = np.empty((len(self.design.tables), len(fps)), dtype=np.uint64)
-        for t in range(len(self.design.tables)):
-            keys[t] = np.sort(self.design.permute(t, fps))
-        return Run.build(self.design, keys)
+        keys = []
+        for p in self._perm:
+            row = np.empty(len(fps), dtype=np.uint64)
+            _kernels.permute(fps, p, row)
+            row.sort()  # in place
+            keys.append(row)
+        return Run.build(self.design, tuple(keys))
 
-    def _merge(self, runs: list[Run]) -> Run:
-        # A stable sort of concatenated sorted runs is a linear-time merge (timsort gallops).
-        keys = np.sort(np.concatenate([r.keys for r in runs], axis=1), axis=1, kind="stable")
-        return Run.build(self.design, keys)
+    def _merge_last(self, count: int) -> None:
+        """Replace the last ``count`` runs by their merge, one table at a time."""
+        by_size = sorted(self._runs[-count:], key=len)  # smallest first: less copying
+        if sum(map(len, by_size)) > _MAX_RUN:  # checked before any run is taken apart
+            raise ValueError(f"a run holds at most {_MAX_RUN} fingerprints")
+        del self._runs[-count:]
+        per_table = [list(rows) for rows in zip(*(run.keys for run in by_size), strict=True)]
+        del by_size  # now only ``per_table`` holds the rows
+        merged = []
+        for t, parts in enumerate(per_table):
+            per_table[t] = []
+            row = parts.pop(0)
+            while parts:
+                part = parts.pop(0)
+                out = np.empty(len(row) + len(part), dtype=np.uint64)
+                _kernels.merge(row, part, out)
+                row = out
+                del part, out  # free the merged rows before building the next table's row
+            merged.append(row)
+        self._runs.append(Run.build(self.design, tuple(merged)))
 
     def _merge_small_runs(self) -> None:
         runs = self._runs
         while len(runs) > 1 and len(runs[-1]) * self.fanout >= len(runs[-2]):
-            runs[-2:] = [self._merge(runs[-2:])]
+            self._merge_last(2)
 
 
 def _sorted_matches(out: np.ndarray) -> list[tuple[int, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xxhash import xxh3_64_intdigest
 
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
 from nearDupe.store.base import IndexHeader, Match
@@ -59,6 +61,29 @@ def test_reopen_from_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) 
         assert len(index) == 3000
         _assert_all_found(index, pages[::50])
         assert _keys_of(index, pages[7][0]) == [pages[7][1]]
+    assert REBUILD not in caplog.text
+
+
+def test_snapshot_of_the_joined_array_still_reads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A snapshot saved whole by np.save (before rows were written one by one) and checked by
+    the one-shot checksum of that time opens without a rebuild."""
+    pages = _pages(1500)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+    snapshot = tmp_path / "tables.npy"
+    keys = np.load(snapshot)
+    snapshot.unlink()
+    np.save(snapshot, keys, allow_pickle=False)
+    db = sqlite3.connect(tmp_path / "pages.sqlite3")
+    (stored,) = db.execute("SELECT value FROM meta WHERE name = 'snapshot_xxh3'").fetchone()
+    db.close()
+    assert stored == f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 1500
+        _assert_all_found(index, pages[::30])
     assert REBUILD not in caplog.text
 
 

@@ -1,15 +1,21 @@
-"""The embedded index directory's other files: the lock, and the tables' numpy snapshot."""
+"""The embedded index directory's other files: the lock, and the tables' numpy snapshot.
+
+The snapshot is one (tables, n) uint64 ``.npy`` file, written and read one table's row at a
+time (a header, then each row), so saving and loading never hold a joined copy of the tables.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
 import sqlite3
+from collections.abc import Iterable, Sequence
+from io import BufferedIOBase
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-from xxhash import xxh3_64_intdigest
+from xxhash import xxh3_64
 
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError, IndexLocked
@@ -25,11 +31,15 @@ except ImportError:  # pragma: no cover - Windows: no advisory lock
 logger = logging.getLogger("nearDupe.store.embedded")
 
 _SNAPSHOT, _LOCK = "tables.npy", "lock"
+_DTYPE = np.dtype("<u8")
 
 
-def _checksum(keys: np.ndarray) -> str:
+def _checksum(rows: Iterable[np.ndarray]) -> str:
     """xxh3-64 of a snapshot's table bytes (catches bit rot that keeps the shape intact)."""
-    return f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
+    digest = xxh3_64()
+    for row in rows:
+        digest.update(row.data)
+    return f"{digest.intdigest():016x}"
 
 
 def lock(path: Path) -> BinaryIO:
@@ -73,9 +83,8 @@ def _read_snapshot(
     expected = db.execute("SELECT COUNT(*) FROM pages WHERE id <= ?", (rows,))
     checksum = meta(db, "snapshot_xxh3")
     try:
-        keys = np.load(snapshot, allow_pickle=False)
-        if keys.ndim != 2 or keys.shape[-1] != expected.fetchone()[0]:
-            raise ValueError(f"holds {keys.shape[-1]} fingerprints, expected otherwise")
+        with open(snapshot, "rb") as f:
+            keys = read_rows(f, len(design.tables), expected.fetchone()[0])
         if checksum is not None and _checksum(keys) != checksum:
             raise ValueError("checksum mismatch")
         return BlockIndex.from_run(design, keys)
@@ -84,16 +93,47 @@ def _read_snapshot(
         return None
 
 
+def read_rows(f: BufferedIOBase, tables: int, n: int) -> list[np.ndarray]:
+    """The rows of a (tables, n) uint64 ``.npy`` file, read one at a time."""
+    version = np.lib.format.read_magic(f)
+    shape, fortran, dtype = (
+        np.lib.format.read_array_header_1_0(f)
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0(f)
+    )
+    if shape != (tables, n) or fortran or dtype != _DTYPE:
+        raise ValueError(f"holds {dtype} {shape}, expected {_DTYPE} {(tables, n)}")
+    rows = []
+    for _ in range(tables):
+        row = np.empty(n, dtype=_DTYPE)
+        if f.readinto(row.data.cast("B")) != row.nbytes:
+            raise ValueError("truncated")
+        rows.append(row)
+    return rows
+
+
 def save_snapshot(db: sqlite3.Connection, path: Path, index: BlockIndex) -> None:
     """Write the sorted tables of the committed pages and record them in ``db``."""
     rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
     keys = index.compact()
     tmp = path / (_SNAPSHOT + ".tmp")
     with open(tmp, "wb") as f:
-        np.save(f, keys, allow_pickle=False)
+        write_rows(f, keys)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path / _SNAPSHOT)
     set_meta(db, "snapshot_rows", str(rows))
     set_meta(db, "snapshot_xxh3", _checksum(keys))
     db.commit()
+
+
+def write_rows(f: BufferedIOBase, rows: Sequence[np.ndarray]) -> None:
+    """Write equal-length uint64 rows as one (len(rows), n) ``.npy`` array, row by row."""
+    header = {
+        "descr": np.lib.format.dtype_to_descr(_DTYPE),
+        "fortran_order": False,
+        "shape": (len(rows), len(rows[0])),
+    }
+    np.lib.format.write_array_header_1_0(f, header)
+    for row in rows:
+        f.write(row.data)
