@@ -156,21 +156,97 @@ def test_another_design_rebuilds_the_tables_from_the_pages(
     assert "rebuilding" not in caplog.text.lower()
 
 
-def test_index_without_a_sentence_table_gains_one(tmp_path: Path) -> None:
+#: The layout of FORMAT_VERSION 2 before the sample index (nearDupe 800c1d7): a row per
+#: sentence a page was recorded under (``sampled`` came with 064b9c2; older rows lack it).
+_SENTENCES_TABLE_LAYOUT = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pages (
+    id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
+    added REAL NOT NULL, sig INTEGER);
+CREATE INDEX pages_fp ON pages(fp);
+CREATE TABLE sentences (
+    sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
+    {sampled}key TEXT NOT NULL);
+CREATE INDEX sentences_sentence ON sentences(sentence);
+"""
+
+_BRIEF = "The ferry runs every hour from June. The fare stays at two euros."
+_LONG = " ".join(f"Line {n} of the harbour report names boat number {n * 7}." for n in range(40))
+
+
+def _old_index(path: Path, *, with_sampled: bool) -> dict[str, int]:
+    """An index as the code before the sample index wrote it: a short page recorded under all
+    its sentences, a long one (>= 500 letters) under its SAMPLE_SENTENCES smallest, and a page
+    without sentences. Returns key -> fingerprint."""
+    import json
+    import sqlite3
+
+    from nearDupe.shorttext import letters, sentences
+    from nearDupe.store.base import recorded
+
+    fps = {"https://short": 1 << 40, "https://long": 1 << 50, "https://plain": 1}
+    path.mkdir(exist_ok=True)
+    with sqlite3.connect(path / "pages.sqlite3") as db:
+        db.executescript(
+            _SENTENCES_TABLE_LAYOUT.format(
+                sampled="sampled INTEGER NOT NULL, " if with_sampled else ""
+            )
+        )
+        db.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(IndexHeader().to_dict()),))
+        for key, fp in fps.items():
+            db.execute("INSERT INTO pages (fp, key, added) VALUES (?, ?, 0)", (fp, key))
+        for key, text in (("https://short", _BRIEF), ("https://long", _LONG)):
+            page = sentences(text)
+            sample = recorded(page)
+            for h, _ in sample:
+                row = (to_signed(h), fps[key], letters(page), letters(sample), key)
+                db.execute(
+                    f"INSERT INTO sentences VALUES (?, ?, ?, {'?, ' if with_sampled else ''}?)",
+                    row if with_sampled else row[:3] + row[4:],
+                )
+    return fps
+
+
+@pytest.mark.parametrize("with_sampled", [True, False])
+def test_index_with_a_sentences_table_is_migrated(tmp_path: Path, with_sampled: bool) -> None:
+    """An index of the sentences-table layout opens: its sentence rows move into its pages,
+    the table is dropped, and copies of its pages are found by their sentences as before."""
+    import sqlite3
+
+    from nearDupe.shorttext import sentences
+
+    fps = _old_index(tmp_path, with_sampled=with_sampled)
+    far = 0xFFFF_FFFF_0000_0000  # far from every stored fingerprint
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
+        found = index.query(far, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
+        if with_sampled:  # without it, the long page's rows read as a short page's
+            found = index.query(far, 0, None, sentences(_LONG))
+            assert found == [Match("https://long", fps["https://long"], None, 1.0)]
+        assert index.check_and_add(far, "https://new", None, sentences(_BRIEF)) is not None
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "sentences" not in tables
+    with EmbeddedIndex(tmp_path) as index:  # migrated once: opens as a new index does
+        found = index.query(far, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
+
+
+def test_index_without_a_sentence_table_gains_samples(tmp_path: Path) -> None:
     """An index written before short pages kept their sentences opens, keeps its pages and
     matches the sentences of the pages added from then on."""
     import sqlite3
 
     from nearDupe.shorttext import sentences
 
-    brief = sentences("The ferry runs every hour from June. The fare stays at two euros.")
-    with EmbeddedIndex(tmp_path) as index:
-        index.add(1, "https://old")
+    _old_index(tmp_path, with_sampled=True)
     with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
         db.execute("DROP TABLE sentences")
+    brief = sentences(_BRIEF)
     with EmbeddedIndex(tmp_path) as index:
-        assert index.query(1, 0) == [Match("https://old", 1, 0)]
-        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and from 1
+        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
+        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and the rest
         assert index.check_and_add(a, "https://a", None, brief) is None
         assert index.check_and_add(b, "https://b", None, brief) == Match("https://a", a, None, 1.0)
 

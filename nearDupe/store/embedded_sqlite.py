@@ -8,9 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
-from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import Holder, IndexHeader
+from nearDupe.store.base import IndexHeader
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -43,12 +42,9 @@ def connect(path: Path) -> sqlite3.Connection:
             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS pages (
                 id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
-                added REAL NOT NULL, sig INTEGER);
+                added REAL NOT NULL, sig INTEGER, letters INTEGER, sampled INTEGER,
+                sample BLOB);
             CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
-            CREATE TABLE IF NOT EXISTS sentences (
-                sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
-                sampled INTEGER NOT NULL, key TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
             """
             + droplog.SCHEMA
         )
@@ -103,22 +99,3 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
         set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
         set_meta(db, "snapshot_rows", "0")
         db.commit()
-
-
-def committed_holders(
-    db: sqlite3.Connection,
-    sentences: Sentences,
-    unsaved: list[Holder] | None = None,
-) -> list[Holder]:
-    """The pages in ``db`` (then ``unsaved``) recorded under one of ``sentences``, in the
-    order of ``sentences``, oldest first for each."""
-    wanted = [to_signed(sentence) for sentence, _ in sentences]
-    rows = db.execute(
-        f"SELECT sentence, key, fp, letters, sampled FROM sentences WHERE sentence IN "
-        f"({','.join('?' * len(wanted))}) ORDER BY rowid",
-        wanted,
-    ).fetchall()
-    found = [Holder(to_unsigned(s), key, to_unsigned(fp), n, m) for s, key, fp, n, m in rows]
-    found += unsaved or []
-    position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
-    return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first

@@ -1,0 +1,121 @@
+"""The embedded index's sentence samples: the pages' columns that hold them, the in-RAM index
+rebuilt from them, and the holders of a query's sentences, verified on their full hashes.
+
+Each page row keeps ``letters`` (of all its sentences), ``sampled`` (of those it is recorded
+under, see base.recorded) and ``sample``, the hashes it is recorded under as 8-byte
+little-endian unsigned integers; the :class:`~nearDupe.sample_index.SampleIndex` finds
+candidate page ids by the hashes' top 32 bits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from nearDupe.sample_index import SampleIndex
+from nearDupe.shorttext import Sentences
+from nearDupe.store.base import Holder
+from nearDupe.store.embedded_sqlite import to_unsigned
+
+#: Logged under the index's module name, which logging settings know.
+logger = logging.getLogger("nearDupe.store.embedded")
+
+#: Page rows read per batch when the sample index is rebuilt (a few MB of blobs at a time).
+_REBUILD_ROWS = 200_000
+_HASH = np.dtype("<u8")
+
+
+class Sampled(NamedTuple):
+    """A page as its holders are verified: key, fingerprint, the letters of its sentences and
+    of its sample, and the hashes of its sample."""
+
+    key: str
+    fp: int
+    letters: int
+    sampled: int
+    hashes: frozenset[int]
+
+
+def pack(hashes: tuple[int, ...]) -> bytes | None:
+    """The ``sample`` column of a page recorded under ``hashes`` (None: under none)."""
+    return np.array(hashes, dtype=_HASH).tobytes() if hashes else None
+
+
+def load(db: sqlite3.Connection) -> SampleIndex:
+    """The sample index of every committed page of ``db``."""
+    index = SampleIndex()
+    rows = db.execute("SELECT id, sample FROM pages WHERE sample IS NOT NULL")
+    while batch := rows.fetchmany(_REBUILD_ROWS):
+        ids, blobs = zip(*batch, strict=True)
+        counts = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs)) // 8
+        hashes = np.frombuffer(b"".join(blobs), dtype=_HASH)
+        index.add_many(np.repeat(np.array(ids, dtype=np.uint64), counts), hashes)
+    index.flush()
+    return index
+
+
+def committed_holders(
+    db: sqlite3.Connection,
+    sample: SampleIndex,
+    sentences: Sentences,
+    unsaved: Mapping[int, Sampled] | None = None,
+) -> list[Holder]:
+    """The pages of ``sample`` (read from ``unsaved``, else ``db``) recorded under one of
+    ``sentences``, in the order of ``sentences``, oldest first for each."""
+    wanted = np.fromiter((h for h, _ in sentences), dtype=np.uint64, count=len(sentences))
+    which, ids = sample.lookup(wanted)
+    if not ids.size:
+        return []
+    unsaved = unsaved or {}
+    candidates = sorted(set(zip(which.tolist(), ids.tolist(), strict=True)))
+    pages = {i: unsaved[i] for _, i in candidates if i in unsaved}
+    missing = json.dumps(sorted({i for _, i in candidates if i not in pages}))
+    rows = db.execute(
+        "SELECT id, key, fp, letters, sampled, sample FROM pages "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        (missing,),
+    )
+    for i, key, fp, n, m, blob in rows:
+        hashes = frozenset(np.frombuffer(blob, dtype=_HASH).tolist())
+        pages[i] = Sampled(key, to_unsigned(fp), n, m, hashes)
+    found = []
+    for w, i in candidates:  # a prefix shared by another sentence is not a holder
+        sentence, page = sentences[w][0], pages.get(i)
+        if page is not None and sentence in page.hashes:
+            found.append(Holder(sentence, page.key, page.fp, page.letters, page.sampled))
+    return found
+
+
+def migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Bring an index written before the sample index to this layout, in one transaction:
+    the pages gain their sample columns, the rows of the old ``sentences`` table (a page's
+    fingerprint and key under each sentence it was recorded under) move into them, and the
+    table is dropped."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(pages)")}
+    for name, kind in (("letters", "INTEGER"), ("sampled", "INTEGER"), ("sample", "BLOB")):
+        if name not in columns:
+            db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
+    old = {row[1] for row in db.execute("PRAGMA table_info(sentences)")}
+    if old:
+        # Before pages were sampled every sentence row was a short page's: sampled = letters.
+        sampled = "s.sampled" if "sampled" in old else "s.letters"
+        rows = db.execute(
+            f"SELECT p.id, s.sentence, s.letters, {sampled} FROM sentences s "
+            "JOIN pages p ON p.fp = s.fp AND p.key = s.key"
+        )
+        pages: dict[int, tuple[int, int, set[int]]] = {}
+        for page_id, sentence, n, m in rows:
+            pages.setdefault(page_id, (n, m, set()))[2].add(to_unsigned(sentence))
+        db.executemany(
+            "UPDATE pages SET letters = ?, sampled = ?, sample = ? WHERE id = ?",
+            ((n, m, pack(tuple(sorted(hs))), i) for i, (n, m, hs) in pages.items()),
+        )
+        db.execute("DROP TABLE sentences")
+        logger.info("Index %s: moved the sentences of %d pages into their rows", path, len(pages))
+    db.commit()
