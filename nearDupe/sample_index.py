@@ -25,8 +25,10 @@ def entries(ids: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     ids = np.asarray(ids, dtype=np.uint64)
     if ids.size and int(ids.max()) > int(_ID_MASK):
         raise ValueError(f"page id {int(ids.max())} does not fit in {ID_BITS} bits")
-    prefixes = np.asarray(hashes, dtype=np.uint64) >> _SHIFT
-    return (prefixes << _SHIFT) | ids
+    packed = np.asarray(hashes, dtype=np.uint64) >> _SHIFT  # one new array, then in place
+    packed <<= _SHIFT
+    packed |= ids
+    return packed
 
 
 class SampleIndex:
@@ -96,13 +98,33 @@ class SampleIndex:
         ids = np.concatenate([e for _, e in found] or [_EMPTY]) & _ID_MASK
         return which, ids
 
+    def compact(self) -> np.ndarray:
+        """Merge everything into one sorted run and return it (the form saved to disk)."""
+        self.flush()
+        while len(self._runs) > 1:
+            self._merge_last_two()
+        return self._runs[0] if self._runs else _EMPTY
+
+    @classmethod
+    def from_run(cls, run: np.ndarray) -> SampleIndex:
+        """An index over a run made by :meth:`compact`, without re-sorting."""
+        if run.ndim != 1 or run.dtype != np.uint64:
+            raise ValueError(f"a run of shape {run.shape} and dtype {run.dtype} is not a sample")
+        index = cls()
+        if run.size:
+            index._runs.append(run)
+        return index
+
     def _merge_small_runs(self) -> None:
         runs = self._runs
         while len(runs) > 1 and len(runs[-1]) * self.fanout >= len(runs[-2]):
-            merged = np.concatenate(runs[-2:])
-            del runs[-2:]  # the old runs are freed before the sort (peak: twice the data)
-            merged.sort(kind="stable")  # timsort: a linear merge of the two sorted halves
-            runs.append(merged)
+            self._merge_last_two()
+
+    def _merge_last_two(self) -> None:
+        merged = np.concatenate(self._runs[-2:])
+        del self._runs[-2:]  # the old runs are freed before the sort (peak: twice the data)
+        merged.sort(kind="stable")  # timsort: a linear merge of the two sorted halves
+        self._runs.append(merged)
 
 
 def _in_run(run: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -397,3 +397,72 @@ def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(tmp_path: Pa
     moved = threads.index(next(t for t in threads if t.startswith("neardupe-index")))
     assert all(t.startswith("neardupe-index") for t in threads[moved:]), "the switch is one way"
     assert 100 < moved < 250
+
+
+SAMPLE_REBUILD = "Rebuilding the sentence sample"
+
+
+def _long_pages(n: int, seed: int = 0) -> list[tuple[int, str, tuple[tuple[int, int], ...]]]:
+    """n long pages (6 sentences of 100 letters: sampled under 4) with random fingerprints."""
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64).tolist()
+    hashes = rng.integers(0, 2**64, (n, 6), dtype=np.uint64).tolist()
+    return [
+        (fp, f"https://example.com/long/{i}", tuple(sorted((h, 100) for h in hs)))
+        for i, (fp, hs) in enumerate(zip(fps, hashes, strict=True))
+    ]
+
+
+def _assert_found_by_sentences(
+    index: EmbeddedIndex, pages: list[tuple[int, str, tuple[tuple[int, int], ...]]]
+) -> None:
+    for fp, key, page in pages:
+        assert Match(key, fp, None, 1.0) in index.query(fp ^ (2**64 - 1), 0, None, page)
+
+
+def test_sample_snapshot_and_the_pages_after_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sample reopens from its snapshot plus the pages committed after it (a crash)."""
+    pages = _long_pages(300)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[:200]:
+            index.add(fp, key, None, page)
+    index = EmbeddedIndex(tmp_path)
+    for fp, key, page in pages[200:]:
+        index.add(fp, key, None, page)
+    _crash(index)
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index.sample) == 4 * 300
+        _assert_found_by_sentences(index, pages[::15])
+    assert SAMPLE_REBUILD not in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "bit-rot", "stale", "wrong-dtype"])
+def test_bad_sample_snapshot_rebuilt_from_sqlite(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    pages = _long_pages(300)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[:200]:
+            index.add(fp, key, None, page)
+    snapshot = tmp_path / "sample.npy"
+    older = snapshot.read_bytes()
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[200:]:
+            index.add(fp, key, None, page)
+    data = snapshot.read_bytes()
+    if damage == "garbage":
+        snapshot.write_bytes(os.urandom(len(data)))
+    elif damage == "bit-rot":  # same length, one entry's bits flipped
+        snapshot.write_bytes(data[:-8] + bytes(b ^ 0xFF for b in data[-8:]))
+    elif damage == "stale":  # an older close's file
+        snapshot.write_bytes(older)
+    elif damage == "wrong-dtype":
+        np.save(snapshot, np.zeros(4 * 300, dtype=np.int64))
+    else:
+        snapshot.unlink()
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index.sample) == 4 * 300
+        _assert_found_by_sentences(index, pages[::15])
+    assert SAMPLE_REBUILD in caplog.text

@@ -189,7 +189,7 @@ class IndexView:
         db = _read_only(self.path / "pages.sqlite3")
         try:
             if self._sample is None:
-                self._sample = embedded_sample.load(db)
+                self._sample = embedded_sample.load(db, self.path)
             return committed_holders(db, self._sample, sentences)
         except sqlite3.Error:  # an index of an older layout: the next crawl migrates it
             return []

@@ -9,12 +9,13 @@ Layout of the index directory:
                   loses at most the pages added since the last commit (``commit_interval``).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
                   close; if missing, stale or unreadable the tables are rebuilt from SQLite.
+  sample.npy      the sentence sample index of the first ``sample_rows`` pages, likewise.
   lock            held (flock) while a process has the index open: one writer at a time.
 
 The SQLite file is read and written by :mod:`nearDupe.store.embedded_sqlite`, the lock and
 the snapshot by :mod:`nearDupe.store.embedded_files`; the pages not yet committed are held by
 :mod:`nearDupe.store.embedded_unsaved`. The sentence samples are kept in RAM by a
-:class:`~nearDupe.sample_index.SampleIndex`, rebuilt from the pages at open.
+:class:`~nearDupe.sample_index.SampleIndex`, reopened from its snapshot.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class EmbeddedIndex:
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
             self.sites = SqliteSites(self._db)
             #: The sentences every page is recorded under (base.recorded), by page id.
-            self.sample = embedded_sample.load(self._db)
+            self.sample = embedded_sample.load(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
         except BaseException:
             self._unlock()
@@ -224,9 +225,10 @@ class EmbeddedIndex:
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
-        """Write the sorted tables so the next open skips rebuilding them."""
+        """Write the sorted tables and sentence sample so the next open skips rebuilding them."""
         self.commit()
         embedded_files.save_snapshot(self._db, self.path, self.index)
+        embedded_sample.save_snapshot(self._db, self.path, self.sample)
 
     def close(self) -> None:
         """Commit, save the snapshot and release the lock."""

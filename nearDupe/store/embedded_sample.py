@@ -4,24 +4,29 @@ rebuilt from them, and the holders of a query's sentences, verified on their ful
 Each page row keeps ``letters`` (of all its sentences), ``sampled`` (of those it is recorded
 under, see base.recorded) and ``sample``, the hashes it is recorded under as 8-byte
 little-endian unsigned integers; the :class:`~nearDupe.sample_index.SampleIndex` finds
-candidate page ids by the hashes' top 32 bits.
+candidate page ids by the hashes' top 32 bits. It is rebuilt at open from ``sample.npy``, its
+sorted entries as of the last close (checked against the count and xxh3 in ``meta``), and the
+pages added after them; from all the pages when the file is missing, stale or corrupt
+(2.5 s per 10**6 pages read from SQLite, against ~0.05 s per 10**6 from the file).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from xxhash import xxh3_64_intdigest
 
 from nearDupe.sample_index import SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Holder
-from nearDupe.store.embedded_sqlite import to_unsigned
+from nearDupe.store.embedded_sqlite import meta, set_meta, to_unsigned
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -29,6 +34,7 @@ logger = logging.getLogger("nearDupe.store.embedded")
 #: Page rows read per batch when the sample index is rebuilt (a few MB of blobs at a time).
 _REBUILD_ROWS = 200_000
 _HASH = np.dtype("<u8")
+_SNAPSHOT = "sample.npy"
 
 
 class Sampled(NamedTuple):
@@ -47,10 +53,14 @@ def pack(hashes: tuple[int, ...]) -> bytes | None:
     return np.array(hashes, dtype=_HASH).tobytes() if hashes else None
 
 
-def load(db: sqlite3.Connection) -> SampleIndex:
-    """The sample index of every committed page of ``db``."""
-    index = SampleIndex()
-    rows = db.execute("SELECT id, sample FROM pages WHERE sample IS NOT NULL")
+def load(db: sqlite3.Connection, path: Path) -> SampleIndex:
+    """The sample index of every committed page of ``db``: the snapshot's entries in ``path``,
+    then those of the pages after it."""
+    after = int(meta(db, "sample_rows") or 0)
+    index = _read_snapshot(db, path) if after else None
+    if index is None:
+        index, after = SampleIndex(), 0
+    rows = db.execute("SELECT id, sample FROM pages WHERE id > ? AND sample IS NOT NULL", (after,))
     while batch := rows.fetchmany(_REBUILD_ROWS):
         ids, blobs = zip(*batch, strict=True)
         counts = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs)) // 8
@@ -58,6 +68,41 @@ def load(db: sqlite3.Connection) -> SampleIndex:
         index.add_many(np.repeat(np.array(ids, dtype=np.uint64), counts), hashes)
     index.flush()
     return index
+
+
+def _checksum(run: np.ndarray) -> str:
+    """xxh3-64 of a snapshot's bytes (catches bit rot that keeps the length intact)."""
+    return f"{xxh3_64_intdigest(np.ascontiguousarray(run).data):016x}"
+
+
+def _read_snapshot(db: sqlite3.Connection, path: Path) -> SampleIndex | None:
+    """The index saved in the snapshot, or None if it is missing, stale or unreadable."""
+    try:
+        run = np.load(path / _SNAPSHOT, allow_pickle=False)
+        if run.shape != (int(meta(db, "sample_entries") or -1),):
+            raise ValueError(f"holds {run.shape} entries, expected otherwise")
+        if _checksum(run) != meta(db, "sample_xxh3"):
+            raise ValueError("checksum mismatch")
+        return SampleIndex.from_run(run)
+    except (OSError, ValueError, EOFError) as exc:
+        logger.warning("Rebuilding the sentence sample of index %s from its pages: %s", path, exc)
+        return None
+
+
+def save_snapshot(db: sqlite3.Connection, path: Path, index: SampleIndex) -> None:
+    """Write the sorted entries of the committed pages (all of ``index``) and record them."""
+    rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+    run = index.compact()
+    tmp = path / (_SNAPSHOT + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, run, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path / _SNAPSHOT)
+    set_meta(db, "sample_rows", str(rows))
+    set_meta(db, "sample_entries", str(len(run)))
+    set_meta(db, "sample_xxh3", _checksum(run))
+    db.commit()
 
 
 def committed_holders(
@@ -117,5 +162,6 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
             ((n, m, pack(tuple(sorted(hs))), i) for i, (n, m, hs) in pages.items()),
         )
         db.execute("DROP TABLE sentences")
+        set_meta(db, "sample_rows", "0")  # a sample snapshot, if any, misses these pages
         logger.info("Index %s: moved the sentences of %d pages into their rows", path, len(pages))
     db.commit()
