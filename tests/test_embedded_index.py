@@ -446,7 +446,7 @@ def test_bad_sample_snapshot_rebuilt_from_sqlite(
     with EmbeddedIndex(tmp_path) as index:
         for fp, key, page in pages[:200]:
             index.add(fp, key, None, page)
-    snapshot = tmp_path / "sample.npy"
+    snapshot = tmp_path / "sample.npz"
     older = snapshot.read_bytes()
     with EmbeddedIndex(tmp_path) as index:
         for fp, key, page in pages[200:]:
@@ -454,12 +454,15 @@ def test_bad_sample_snapshot_rebuilt_from_sqlite(
     data = snapshot.read_bytes()
     if damage == "garbage":
         snapshot.write_bytes(os.urandom(len(data)))
-    elif damage == "bit-rot":  # same length, one entry's bits flipped
-        snapshot.write_bytes(data[:-8] + bytes(b ^ 0xFF for b in data[-8:]))
+    elif damage == "bit-rot":  # same length, an entry's bits flipped (before the zip index)
+        snapshot.write_bytes(
+            data[:-1000] + bytes(b ^ 0xFF for b in data[-1000:-992]) + data[-992:]
+        )
     elif damage == "stale":  # an older close's file
         snapshot.write_bytes(older)
     elif damage == "wrong-dtype":
-        np.save(snapshot, np.zeros(4 * 300, dtype=np.int64))
+        with open(snapshot, "wb") as f:
+            np.savez(f, starts=np.zeros(3), low=np.zeros(4 * 300), ids=np.zeros(4 * 300))
     else:
         snapshot.unlink()
     with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:

@@ -26,15 +26,23 @@ def _prefix(hash_: int) -> int:
     query=st.lists(_HASHES, max_size=10),
     buffer_size=st.sampled_from([1, 2, 3, 8]),
     fanout=st.sampled_from([2, 8]),
+    reopen_at=st.integers(0, 60),
 )
 def test_lookup_matches_a_dict(
-    pages: list[tuple[list[int], bool]], query: list[int], buffer_size: int, fanout: int
+    pages: list[tuple[list[int], bool]],
+    query: list[int],
+    buffer_size: int,
+    fanout: int,
+    reopen_at: int,
 ) -> None:
     """Every page recorded under a query sentence's prefix is found, once per entry, whatever
-    mix of single adds, bulk adds, flushes and merges put it there."""
+    mix of single adds, bulk adds, flushes, merges and a compaction (as a snapshot is saved
+    and reopened) put it there."""
     index = SampleIndex(buffer_size=buffer_size, fanout=fanout)
     model: dict[int, list[int]] = {}
     for page_id, (hashes, bulk) in enumerate(pages):
+        if page_id == reopen_at:
+            index = SampleIndex.from_run(index.compact())
         if bulk:
             index.add_many(np.full(len(hashes), page_id), np.array(hashes, dtype=np.uint64))
         else:

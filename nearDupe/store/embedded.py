@@ -9,7 +9,7 @@ Layout of the index directory:
                   loses at most the pages added since the last commit (``commit_interval``).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
                   close; if missing, stale or unreadable the tables are rebuilt from SQLite.
-  sample.npy      the sentence sample index of the first ``sample_rows`` pages, likewise.
+  sample.npz      the sentence sample index of the first ``sample_rows`` pages, likewise.
   lock            held (flock) while a process has the index open: one writer at a time.
 
 The SQLite file is read and written by :mod:`nearDupe.store.embedded_sqlite`, the lock and

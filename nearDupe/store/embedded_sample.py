@@ -4,8 +4,8 @@ rebuilt from them, and the holders of a query's sentences, verified on their ful
 Each page row keeps ``letters`` (of all its sentences), ``sampled`` (of those it is recorded
 under, see base.recorded) and ``sample``, the hashes it is recorded under as 8-byte
 little-endian unsigned integers; the :class:`~nearDupe.sample_index.SampleIndex` finds
-candidate page ids by the hashes' top 32 bits. It is rebuilt at open from ``sample.npy``, its
-sorted entries as of the last close (checked against the count and xxh3 in ``meta``), and the
+candidate page ids by the hashes' top 32 bits. It is rebuilt at open from ``sample.npz``, its
+one run as of the last close (checked against the count and xxh3 in ``meta``), and the
 pages added after them; from all the pages when the file is missing, stale or corrupt
 (2.5 s per 10**6 pages read from SQLite, against ~0.05 s per 10**6 from the file).
 """
@@ -16,14 +16,15 @@ import json
 import logging
 import os
 import sqlite3
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from xxhash import xxh3_64_intdigest
+from xxhash import xxh3_64
 
-from nearDupe.sample_index import SampleIndex
+from nearDupe.sample_index import Run, SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Holder
 from nearDupe.store.embedded_sqlite import meta, set_meta, to_unsigned
@@ -34,7 +35,7 @@ logger = logging.getLogger("nearDupe.store.embedded")
 #: Page rows read per batch when the sample index is rebuilt (a few MB of blobs at a time).
 _REBUILD_ROWS = 200_000
 _HASH = np.dtype("<u8")
-_SNAPSHOT = "sample.npy"
+_SNAPSHOT = "sample.npz"
 
 
 class Sampled(NamedTuple):
@@ -70,21 +71,25 @@ def load(db: sqlite3.Connection, path: Path) -> SampleIndex:
     return index
 
 
-def _checksum(run: np.ndarray) -> str:
-    """xxh3-64 of a snapshot's bytes (catches bit rot that keeps the length intact)."""
-    return f"{xxh3_64_intdigest(np.ascontiguousarray(run).data):016x}"
+def _checksum(run: Run) -> str:
+    """xxh3-64 of a snapshot's arrays (catches bit rot that keeps their lengths intact)."""
+    digest = xxh3_64()
+    for array in (run.starts, run.low, run.ids):
+        digest.update(np.ascontiguousarray(array).data)
+    return digest.hexdigest()
 
 
 def _read_snapshot(db: sqlite3.Connection, path: Path) -> SampleIndex | None:
     """The index saved in the snapshot, or None if it is missing, stale or unreadable."""
     try:
-        run = np.load(path / _SNAPSHOT, allow_pickle=False)
-        if run.shape != (int(meta(db, "sample_entries") or -1),):
-            raise ValueError(f"holds {run.shape} entries, expected otherwise")
+        with np.load(path / _SNAPSHOT, allow_pickle=False) as arrays:
+            run = Run(arrays["starts"], arrays["low"], arrays["ids"])
+        if len(run) != int(meta(db, "sample_entries") or -1):
+            raise ValueError(f"holds {len(run)} entries, expected otherwise")
         if _checksum(run) != meta(db, "sample_xxh3"):
             raise ValueError("checksum mismatch")
         return SampleIndex.from_run(run)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         logger.warning("Rebuilding the sentence sample of index %s from its pages: %s", path, exc)
         return None
 
@@ -95,7 +100,7 @@ def save_snapshot(db: sqlite3.Connection, path: Path, index: SampleIndex) -> Non
     run = index.compact()
     tmp = path / (_SNAPSHOT + ".tmp")
     with open(tmp, "wb") as f:
-        np.save(f, run, allow_pickle=False)
+        np.savez(f, starts=run.starts, low=run.low, ids=run.ids)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path / _SNAPSHOT)
