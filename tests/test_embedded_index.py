@@ -469,3 +469,18 @@ def test_bad_sample_snapshot_rebuilt_from_sqlite(
         assert len(index.sample) == 4 * 300
         _assert_found_by_sentences(index, pages[::15])
     assert SAMPLE_REBUILD in caplog.text
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_shared_prefix_is_not_a_shared_sentence(tmp_path: Path, committed: bool) -> None:
+    """Sentences whose hashes share their top 32 bits (the part kept in RAM) but differ below
+    are not shared: a candidate counts only once its full hash is verified."""
+    stored = ((0xAAAA_0001_0000_0001, 60), (0xBBBB_0002_0000_0002, 60))
+    twin = tuple((h ^ 0xFFFF, n) for h, n in stored)  # same prefixes, other sentences
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.check_and_add(0, "https://a", None, stored) is None
+        if committed:
+            index.commit()
+        assert index.query(2**64 - 1, 0, None, twin) == []
+        assert index.check_and_add(2**64 - 1, "https://b", None, twin) is None
+        assert index.query(2**32 - 1, 0, None, stored) == [Match("https://a", 0, None, 1.0)]

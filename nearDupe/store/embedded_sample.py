@@ -125,21 +125,28 @@ def committed_holders(
     unsaved = unsaved or {}
     candidates = sorted(set(zip(which.tolist(), ids.tolist(), strict=True)))
     pages = {i: unsaved[i] for _, i in candidates if i in unsaved}
-    missing = json.dumps(sorted({i for _, i in candidates if i not in pages}))
-    rows = db.execute(
-        "SELECT id, key, fp, letters, sampled, sample FROM pages "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        (missing,),
-    )
-    for i, key, fp, n, m, blob in rows:
-        hashes = frozenset(np.frombuffer(blob, dtype=_HASH).tolist())
-        pages[i] = Sampled(key, to_unsigned(fp), n, m, hashes)
+    missing = {i for _, i in candidates if i not in pages}
+    if missing:  # one statement for them all (json_each: no limit on their number)
+        pages.update(_read_samples(db, missing))
     found = []
     for w, i in candidates:  # a prefix shared by another sentence is not a holder
         sentence, page = sentences[w][0], pages.get(i)
         if page is not None and sentence in page.hashes:
             found.append(Holder(sentence, page.key, page.fp, page.letters, page.sampled))
     return found
+
+
+def _read_samples(db: sqlite3.Connection, ids: set[int]) -> dict[int, Sampled]:
+    """The samples of the committed pages ``ids``."""
+    rows = db.execute(
+        "SELECT id, key, fp, letters, sampled, sample FROM pages "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(ids)),),
+    )
+    return {
+        i: Sampled(key, to_unsigned(fp), n, m, frozenset(np.frombuffer(blob, _HASH).tolist()))
+        for i, key, fp, n, m, blob in rows
+    }
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:
