@@ -49,6 +49,29 @@ def lookup_run(starts, low, ids, prefixes, which, found, n):  # type: ignore[no-
 
 
 @njit(cache=True)
+def lookup_buffer(buffer, size, prefixes, order, which, found, n):  # type: ignore[no-untyped-def]
+    """:func:`lookup_run` for the first ``size`` packed entries of the insert buffer, with
+    the query's ``prefixes`` sorted (``order``: their positions in the query)."""
+    for i in range(size):
+        entry = buffer[i]
+        p = entry >> _ID_BITS
+        a, b = 0, len(prefixes)
+        while a < b:
+            mid = (a + b) >> 1
+            if prefixes[mid] < p:
+                a = mid + 1
+            else:
+                b = mid
+        while a < len(prefixes) and prefixes[a] == p:
+            if n < len(found):
+                which[n] = order[a]
+                found[n] = entry & _ID_MASK
+            n += 1
+            a += 1
+    return n
+
+
+@njit(cache=True)
 def split_run(packed, starts, low, ids):  # type: ignore[no-untyped-def]
     """Fill a run (allocated by the caller) from sorted packed uint64 entries: prefix << 32 |
     page id."""
@@ -97,3 +120,5 @@ def warm_up() -> None:
     lookup_run(starts, low, ids, np.zeros(1, dtype=np.uint32), which, found, 0)
     merge_runs(starts, low, ids, starts, low, ids, starts.copy(), low.copy(), ids.copy())
     split_run(np.zeros(0, dtype=np.uint64), starts, low, ids)
+    prefixes, order = np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.intp)
+    lookup_buffer(np.zeros(1, dtype=np.uint64), 1, prefixes, order, which, found, 0)

@@ -25,6 +25,10 @@ PREFIX_BITS = ID_BITS = 32
 SLOTS = 1 << (PREFIX_BITS - LOW_BITS)
 _ID_MASK = np.uint64((1 << ID_BITS) - 1)
 _SHIFT = np.uint64(ID_BITS)
+#: Entries the insert buffer holds before they become a run. Every lookup scans it: at 2 * 10**5
+#: pages a lookup of 40 sentences with the buffer half full takes 27 µs at 1024, 58 at 4096;
+#: adding a page of 4 sentences 10 µs and 9 (runs' directories are built and merged less often).
+BUFFER_SIZE = 1024
 #: Candidates a lookup's result arrays hold before they are regrown and the lookup run again
 #: (a query of 40 sentences rarely has more than a few).
 _OUT_CAP = 256
@@ -77,7 +81,7 @@ class SampleIndex:
     steady size.
     """
 
-    def __init__(self, *, buffer_size: int = 1024, fanout: int = 8) -> None:
+    def __init__(self, *, buffer_size: int = BUFFER_SIZE, fanout: int = 8) -> None:
         self.fanout = fanout
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
@@ -122,32 +126,23 @@ class SampleIndex:
         ``hashes[which[j]]`` is ``ids[j]`` (candidates: verify on the full hash). The number of
         holders of sentence i is at most ``np.bincount(which)[i]``."""
         prefixes = np.asarray(hashes, dtype=np.uint64) >> _SHIFT
+        query = prefixes.astype(np.uint32)
+        order = np.argsort(prefixes)
+        ordered = prefixes[order]
         cap = _OUT_CAP
         while True:
             which, found = np.empty(cap, dtype=np.intp), np.empty(cap, dtype=np.uint32)
             n = 0
-            query = prefixes.astype(np.uint32)
             for run in self._runs:
                 n = _sample_kernels.lookup_run(
                     run.starts, run.low, run.ids, query, which, found, n
                 )
+            n = _sample_kernels.lookup_buffer(
+                self._buffer, self._buffered, ordered, order, which, found, n
+            )
             if n <= cap:
-                break
+                return which[:n], found[:n].astype(np.uint64)
             cap = n
-        parts_which, parts_ids = [which[:n]], [found[:n].astype(np.uint64)]
-        buffered = self._buffer[: self._buffered]
-        order = np.argsort(prefixes, kind="stable")
-        sorted_prefixes = prefixes[order]
-        at = np.searchsorted(sorted_prefixes, buffered >> _SHIFT)
-        while True:  # every query sentence with the prefix of a buffered entry
-            hit = at < len(order)
-            hit[hit] = sorted_prefixes[at[hit]] == buffered[hit] >> _SHIFT
-            if not hit.any():
-                break
-            parts_which.append(order[at[hit]])
-            parts_ids.append(buffered[hit] & _ID_MASK)
-            buffered, at = buffered[hit], at[hit] + 1
-        return np.concatenate(parts_which), np.concatenate(parts_ids)
 
     def compact(self) -> Run:
         """Merge everything into one run and return it (the form saved to disk)."""
