@@ -484,3 +484,27 @@ def test_a_shared_prefix_is_not_a_shared_sentence(tmp_path: Path, committed: boo
         assert index.query(2**64 - 1, 0, None, twin) == []
         assert index.check_and_add(2**64 - 1, "https://b", None, twin) is None
         assert index.query(2**32 - 1, 0, None, stored) == [Match("https://a", 0, None, 1.0)]
+
+
+def test_a_failed_migration_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    """A migration that cannot write (here: another writer holds the file past SQLite's 5 s
+    wait) is a clear IndexFileError and changes nothing; the next open migrates."""
+    import sqlite3
+
+    from nearDupe.shorttext import sentences
+    from nearDupe.store import embedded_sqlite
+
+    fps = _old_index(tmp_path, with_sampled=True)
+    embedded_sqlite.connect(tmp_path).close()  # WAL mode and the newer tables, not migrated
+    writer = sqlite3.connect(tmp_path / "pages.sqlite3", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    with pytest.raises(IndexFileError, match="could not be brought to this version's layout"):
+        EmbeddedIndex(tmp_path)
+    writer.execute("ROLLBACK")
+    tables = {row[0] for row in writer.execute("SELECT name FROM sqlite_master")}
+    columns = {row[1] for row in writer.execute("PRAGMA table_info(pages)")}
+    writer.close()
+    assert "sentences" in tables and "sample" not in columns
+    with EmbeddedIndex(tmp_path) as index:
+        found = index.query(2**64 - 1, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]

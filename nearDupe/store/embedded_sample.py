@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from xxhash import xxh3_64
 
+from nearDupe.errors import IndexFileError
 from nearDupe.sample_index import Run, SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Holder
@@ -150,10 +151,22 @@ def _read_samples(db: sqlite3.Connection, ids: set[int]) -> dict[int, Sampled]:
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:
-    """Bring an index written before the sample index to this layout, in one transaction:
-    the pages gain their sample columns, the rows of the old ``sentences`` table (a page's
-    fingerprint and key under each sentence it was recorded under) move into them, and the
-    table is dropped."""
+    """Bring an index written before the sample index to this layout: the pages gain their
+    sample columns, the rows of the old ``sentences`` table (a page's fingerprint and key under
+    each sentence it was recorded under) move into them, and the table is dropped, in one
+    transaction (one interrupted is done again at the next open)."""
+    try:
+        _migrate(db, path)
+    except sqlite3.Error as exc:
+        db.rollback()
+        raise IndexFileError(
+            f"index {path} could not be brought to this version's layout ({exc}); its files are "
+            "unchanged: free disk space and open it again, or crawl into a new NEARDUPE_INDEX"
+        ) from exc
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    db.execute("BEGIN")
     columns = {row[1] for row in db.execute("PRAGMA table_info(pages)")}
     for name, kind in (("letters", "INTEGER"), ("sampled", "INTEGER"), ("sample", "BLOB")):
         if name not in columns:
