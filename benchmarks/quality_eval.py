@@ -49,12 +49,11 @@ from nearDupe.shorttext import (
     SENTENCE_PAGE_LETTERS,
     Sentences,
     exact_fingerprint,
-    letters,
     normalize,
     sentences,
 )
 from nearDupe.simhash import fingerprint, fingerprint_and_signature
-from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, Holder, sentence_matches
+from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, holders_of, sentence_matches
 from nearDupe.text import extract_main_text
 
 #: Feature settings compared (name -> settings); the first is the current default.
@@ -163,8 +162,7 @@ def share_matches(a: Sentences, b: Sentences, share: float) -> bool:
     """Whether the plugin's sentence rule joins two pages (b stored, a asked about)."""
     if not a or not b:
         return False
-    holders = [Holder(h, "b", 0, letters(b), letters(b)) for h, _ in b]
-    return bool(sentence_matches(a, holders, share))
+    return bool(sentence_matches(a, holders_of(b, "b", 0), share))
 
 
 def pair_matches(

@@ -16,7 +16,7 @@ import pytest
 from xxhash import xxh3_64_intdigest
 
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
-from nearDupe.store.base import IndexHeader, Match
+from nearDupe.store.base import FORMAT_VERSION, IndexHeader, Match
 from nearDupe.store.embedded import EmbeddedIndex, to_signed, to_unsigned
 
 REBUILD = "Rebuilding the tables"
@@ -181,21 +181,88 @@ def test_another_design_rebuilds_the_tables_from_the_pages(
     assert "rebuilding" not in caplog.text.lower()
 
 
-def test_index_without_a_sentence_table_gains_one(tmp_path: Path) -> None:
+#: The layout of FORMAT_VERSION 2 (nearDupe 8a8da4e): a row per sentence of a page under 500
+#: letters.
+_SENTENCES_TABLE_LAYOUT = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pages (
+    id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
+    added REAL NOT NULL, sig INTEGER);
+CREATE INDEX pages_fp ON pages(fp);
+CREATE TABLE sentences (
+    sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
+    key TEXT NOT NULL);
+CREATE INDEX sentences_sentence ON sentences(sentence);
+"""
+
+_BRIEF = "The ferry runs every hour from June. The fare stays at two euros."
+_LONG = " ".join(f"Line {n} of the harbour report names boat number {n * 7}." for n in range(40))
+
+
+def _old_index(path: Path) -> dict[str, int]:
+    """An index as the code of FORMAT_VERSION 2 wrote it, at its default (k=10 on
+    blocks-10-11): a short page recorded under all its sentences, a long one (>= 500 letters)
+    under none, and a page without sentences. Returns key -> fingerprint."""
+    import json
+    import sqlite3
+
+    from nearDupe.shorttext import letters, sentences
+
+    fps = {"https://short": 1 << 40, "https://long": 1 << 50, "https://plain": 1}
+    path.mkdir(exist_ok=True)
+    with sqlite3.connect(path / "pages.sqlite3") as db:
+        db.executescript(_SENTENCES_TABLE_LAYOUT)
+        header = {**IndexHeader().to_dict(), "format": 2, "design": "blocks-10-11", "k": 10}
+        db.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(header),))
+        for key, fp in fps.items():
+            db.execute("INSERT INTO pages (fp, key, added) VALUES (?, ?, 0)", (fp, key))
+        page = sentences(_BRIEF)
+        for h, _ in page:
+            row = (to_signed(h), fps["https://short"], letters(page), "https://short")
+            db.execute("INSERT INTO sentences VALUES (?, ?, ?, ?)", row)
+    return fps
+
+
+def test_index_with_a_sentences_table_is_migrated(tmp_path: Path) -> None:
+    """An index of FORMAT_VERSION 2 opens: its tables are rebuilt for the default design, its
+    sentence rows move into its pages, the table is dropped, copies of its pages are found by
+    their sentences as before, and its long pages' copies by their fingerprints."""
+    import sqlite3
+
+    from nearDupe.shorttext import sentences
+
+    fps = _old_index(tmp_path)
+    far = 0xFFFF_FFFF_0000_0000  # far from every stored fingerprint
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.header.design == "4-table" and index.header.format == FORMAT_VERSION
+        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
+        near = fps["https://long"] ^ (0b111 << 20)
+        assert index.query(near) == [Match("https://long", 1 << 50, 3)]
+        found = index.query(far, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
+        assert index.check_and_add(far, "https://new", None, sentences(_BRIEF)) is not None
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert "sentences" not in tables
+    with EmbeddedIndex(tmp_path) as index:  # migrated once: opens as a new index does
+        found = index.query(far, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
+
+
+def test_index_without_a_sentence_table_gains_samples(tmp_path: Path) -> None:
     """An index written before short pages kept their sentences opens, keeps its pages and
     matches the sentences of the pages added from then on."""
     import sqlite3
 
     from nearDupe.shorttext import sentences
 
-    brief = sentences("The ferry runs every hour from June. The fare stays at two euros.")
-    with EmbeddedIndex(tmp_path) as index:
-        index.add(1, "https://old")
+    _old_index(tmp_path)
     with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
         db.execute("DROP TABLE sentences")
+    brief = sentences(_BRIEF)
     with EmbeddedIndex(tmp_path) as index:
-        assert index.query(1, 0) == [Match("https://old", 1, 0)]
-        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and from 1
+        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
+        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and the rest
         assert index.check_and_add(a, "https://a", None, brief) is None
         assert index.check_and_add(b, "https://b", None, brief) == Match("https://a", a, None, 1.0)
 
@@ -346,3 +413,114 @@ def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(tmp_path: Pa
     moved = threads.index(next(t for t in threads if t.startswith("neardupe-index")))
     assert all(t.startswith("neardupe-index") for t in threads[moved:]), "the switch is one way"
     assert 100 < moved < 250
+
+
+SAMPLE_REBUILD = "Rebuilding the sentence sample"
+
+
+def _long_pages(n: int, seed: int = 0) -> list[tuple[int, str, tuple[tuple[int, int], ...]]]:
+    """n long pages (6 sentences of 100 letters: sampled under 4) with random fingerprints."""
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64).tolist()
+    hashes = rng.integers(0, 2**64, (n, 6), dtype=np.uint64).tolist()
+    return [
+        (fp, f"https://example.com/long/{i}", tuple(sorted((h, 100) for h in hs)))
+        for i, (fp, hs) in enumerate(zip(fps, hashes, strict=True))
+    ]
+
+
+def _assert_found_by_sentences(
+    index: EmbeddedIndex, pages: list[tuple[int, str, tuple[tuple[int, int], ...]]]
+) -> None:
+    for fp, key, page in pages:
+        assert Match(key, fp, None, 1.0) in index.query(fp ^ (2**64 - 1), 0, None, page)
+
+
+def test_sample_snapshot_and_the_pages_after_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sample reopens from its snapshot plus the pages committed after it (a crash)."""
+    pages = _long_pages(300)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[:200]:
+            index.add(fp, key, None, page)
+    index = EmbeddedIndex(tmp_path)
+    for fp, key, page in pages[200:]:
+        index.add(fp, key, None, page)
+    _crash(index)
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index.sample) == 4 * 300
+        _assert_found_by_sentences(index, pages[::15])
+    assert SAMPLE_REBUILD not in caplog.text
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "bit-rot", "stale", "wrong-dtype"])
+def test_bad_sample_snapshot_rebuilt_from_sqlite(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    pages = _long_pages(300)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[:200]:
+            index.add(fp, key, None, page)
+    snapshot = tmp_path / "sample.npz"
+    older = snapshot.read_bytes()
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[200:]:
+            index.add(fp, key, None, page)
+    data = snapshot.read_bytes()
+    if damage == "garbage":
+        snapshot.write_bytes(os.urandom(len(data)))
+    elif damage == "bit-rot":  # same length, an entry's bits flipped (before the zip index)
+        snapshot.write_bytes(
+            data[:-1000] + bytes(b ^ 0xFF for b in data[-1000:-992]) + data[-992:]
+        )
+    elif damage == "stale":  # an older close's file
+        snapshot.write_bytes(older)
+    elif damage == "wrong-dtype":
+        with open(snapshot, "wb") as f:
+            np.savez(f, starts=np.zeros(3), low=np.zeros(4 * 300), ids=np.zeros(4 * 300))
+    else:
+        snapshot.unlink()
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index.sample) == 4 * 300
+        _assert_found_by_sentences(index, pages[::15])
+    assert SAMPLE_REBUILD in caplog.text
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_shared_prefix_is_not_a_shared_sentence(tmp_path: Path, committed: bool) -> None:
+    """Sentences whose hashes share their top 32 bits (the part kept in RAM) but differ below
+    are not shared: a candidate counts only once its full hash is verified."""
+    stored = ((0xAAAA_0001_0000_0001, 60), (0xBBBB_0002_0000_0002, 60))
+    twin = tuple((h ^ 0xFFFF, n) for h, n in stored)  # same prefixes, other sentences
+    with EmbeddedIndex(tmp_path) as index:
+        assert index.check_and_add(0, "https://a", None, stored) is None
+        if committed:
+            index.commit()
+        assert index.query(2**64 - 1, 0, None, twin) == []
+        assert index.check_and_add(2**64 - 1, "https://b", None, twin) is None
+        assert index.query(2**32 - 1, 0, None, stored) == [Match("https://a", 0, None, 1.0)]
+
+
+def test_a_failed_migration_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    """A migration that cannot write (here: another writer holds the file past SQLite's 5 s
+    wait) is a clear IndexFileError and changes nothing; the next open migrates."""
+    import sqlite3
+
+    from nearDupe.shorttext import sentences
+    from nearDupe.store import embedded_sqlite
+
+    fps = _old_index(tmp_path)
+    embedded_sqlite.connect(tmp_path).close()  # WAL mode and the newer tables, not migrated
+    writer = sqlite3.connect(tmp_path / "pages.sqlite3", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    with pytest.raises(IndexFileError, match="could not be brought to this version's layout"):
+        EmbeddedIndex(tmp_path)
+    writer.execute("ROLLBACK")
+    tables = {row[0] for row in writer.execute("SELECT name FROM sqlite_master")}
+    columns = {row[1] for row in writer.execute("PRAGMA table_info(pages)")}
+    writer.close()
+    assert "sentences" in tables and "sample" not in columns
+    with EmbeddedIndex(tmp_path) as index:
+        found = index.query(2**64 - 1, 0, None, sentences(_BRIEF))
+        assert found == [Match("https://short", fps["https://short"], None, 1.0)]

@@ -17,10 +17,11 @@ from nearDupe._settings import Config
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.index import BlockIndex
+from nearDupe.sample_index import SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming, to_hex
 from nearDupe.sitetemplate import SiteTemplate, site_of
-from nearDupe.store import droplog
+from nearDupe.store import droplog, embedded_sample
 from nearDupe.store.base import (
     Holder,
     IndexHeader,
@@ -86,6 +87,8 @@ class IndexView:
         for fp, _, _, signature in pages:
             self._signatures.setdefault(fp, signature)
         self._index: BlockIndex | None = None
+        #: The sentence samples of an embedded index's pages, read at the first check.
+        self._sample: SampleIndex | None = None
         self._among: dict[int, Neighbours] = {}
 
     @classmethod
@@ -185,8 +188,10 @@ class IndexView:
             return asyncio.run(read())
         db = _read_only(self.path / "pages.sqlite3")
         try:
-            return committed_holders(db, sentences)
-        except sqlite3.Error:  # an index written before sentences were kept
+            if self._sample is None:
+                self._sample = embedded_sample.load(db, self.path)
+            return committed_holders(db, self._sample, sentences)
+        except sqlite3.Error:  # an index of an older layout: the next crawl migrates it
             return []
         finally:
             db.close()

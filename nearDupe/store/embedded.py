@@ -1,19 +1,21 @@
 """The embedded persistent index: SQLite (WAL) holds every page, a numpy snapshot reopens fast.
 
 Layout of the index directory:
-  pages.sqlite3   table ``pages(id, fp, key, added, sig)`` (sig: the confirmation signature),
-                  ``sentences(sentence, fp, letters, key)`` (the sentences of short pages: a
-                  hash, and the page's fingerprint, sentence letters and key) and ``meta``
-                  (header, snapshot info);
+  pages.sqlite3   table ``pages(id, fp, key, added, sig, letters, sketched, tails, sample)``
+                  (sig: the confirmation signature; the rest: the page's sentence sketch and
+                  sample, see :mod:`nearDupe.store.embedded_sample`) and ``meta`` (header,
+                  snapshot info);
                   SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
                   loses at most the pages added since the last commit (``commit_interval``).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
                   close; if missing, stale or unreadable the tables are rebuilt from SQLite.
+  sample.npz      the sentence sample index of the first ``sample_rows`` pages, likewise.
   lock            held (flock) while a process has the index open: one writer at a time.
 
 The SQLite file is read and written by :mod:`nearDupe.store.embedded_sqlite`, the lock and
 the snapshot by :mod:`nearDupe.store.embedded_files`; the pages not yet committed are held by
-:mod:`nearDupe.store.embedded_unsaved`.
+:mod:`nearDupe.store.embedded_unsaved`. The sentence samples are kept in RAM by a
+:class:`~nearDupe.sample_index.SampleIndex`, reopened from its snapshot.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from types import TracebackType
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
 from nearDupe.shorttext import Sentences
-from nearDupe.store import droplog, embedded_files, embedded_sqlite
+from nearDupe.store import droplog, embedded_files, embedded_sample, embedded_sqlite
 from nearDupe.store.base import (
     Holder,
     IndexHeader,
@@ -40,7 +42,8 @@ from nearDupe.store.base import (
     sentence_matches,
     storable_key,
 )
-from nearDupe.store.embedded_sqlite import committed_holders, to_signed, to_unsigned
+from nearDupe.store.embedded_sample import committed_holders
+from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
 from nearDupe.store.embedded_unsaved import UnsavedPages
 from nearDupe.store.sites import SqliteSites
 
@@ -69,16 +72,21 @@ class EmbeddedIndex:
         try:
             self._db = embedded_sqlite.connect(self.path)
             embedded_sqlite.check_header(self._db, self.path, self.header)
+            embedded_sample.migrate(self._db, self.path)
             self.index = embedded_files.load_tables(
                 self._db, self.path, Design.named(self.header.design)
             )
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
             self.sites = SqliteSites(self._db)
+            #: The sentences every page is recorded under (base.recorded), by page id.
+            self.sample = embedded_sample.load(self._db, self.path)
+            last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
         except BaseException:
             self._unlock()
             raise
         self._last_commit = time.monotonic()
         self._unsaved = UnsavedPages()
+        self._next_id = last + 1
 
     def _unlock(self) -> None:
         self._lock_file.close()
@@ -150,12 +158,14 @@ class EmbeddedIndex:
     ) -> None:
         key = storable_key(key)
         self.index.add(fp)
-        self._unsaved.add(fp, key, signature, sentences, holders)
+        page_id, self._next_id = self._next_id, self._next_id + 1
+        hashes = self._unsaved.add(page_id, fp, key, signature, sentences, holders)
+        self.sample.add(page_id, hashes)
         self._commit_if_due()
 
     def _holders(self, sentences: Sentences) -> list[Holder]:
         """The stored pages recorded under one of ``sentences``, oldest first."""
-        return committed_holders(self._db, sentences, self._unsaved.holders(sentences))
+        return committed_holders(self._db, self.sample, sentences, self._unsaved.samples)
 
     def _commit_if_due(self) -> None:
         # Also called when nothing is added, so a page kept before a run of duplicates does not
@@ -192,7 +202,8 @@ class EmbeddedIndex:
     def pages(self) -> Iterator[tuple[int, str, float]]:
         """Every stored page as (fingerprint, key, time added), oldest first."""
         rows = self._db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
-        for fp, key, added, *_ in rows + self._unsaved.pages:
+        unsaved = [(fp, key, added) for _, fp, key, added, *_ in self._unsaved.pages]
+        for fp, key, added in rows + unsaved:
             yield to_unsigned(fp), key, added
 
     def commit(self) -> None:
@@ -214,9 +225,10 @@ class EmbeddedIndex:
         self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
-        """Write the sorted tables so the next open skips rebuilding them."""
+        """Write the sorted tables and sentence sample so the next open skips rebuilding them."""
         self.commit()
         embedded_files.save_snapshot(self._db, self.path, self.index)
+        embedded_sample.save_snapshot(self._db, self.path, self.sample)
 
     def close(self) -> None:
         """Commit, save the snapshot and release the lock."""

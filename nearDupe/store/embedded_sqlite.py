@@ -8,14 +8,15 @@ import sqlite3
 from pathlib import Path
 
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
-from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import Holder, IndexHeader, Sketch
+from nearDupe.store.base import IndexHeader
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
 
 _SIGN = 1 << 63
+#: Layout versions (FORMAT_VERSION) of indexes that open and are brought up to date.
+MIGRATED_FORMATS = (2,)
 #: The SQLite file in the index directory.
 DB = "pages.sqlite3"
 
@@ -43,12 +44,9 @@ def connect(path: Path) -> sqlite3.Connection:
             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS pages (
                 id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
-                added REAL NOT NULL, sig INTEGER);
+                added REAL NOT NULL, sig INTEGER, letters INTEGER, sketched INTEGER,
+                tails BLOB, sample BLOB);
             CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
-            CREATE TABLE IF NOT EXISTS sentences (
-                sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
-                sketched INTEGER NOT NULL, tails BLOB NOT NULL, key TEXT NOT NULL);
-            CREATE INDEX IF NOT EXISTS sentences_sentence ON sentences(sentence);
             """
             + droplog.SCHEMA
         )
@@ -86,13 +84,17 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
         stored_header = json.loads(stored)
     except ValueError as exc:
         raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
+    older = stored_header.get("format") in MIGRATED_FORMATS
+    if older:  # its layout is brought up to date at open (embedded_sample.migrate)
+        stored_header = {**stored_header, "format": header.format}
     problems = header.mismatches(stored_header, design=False)
     if problems:
         raise IndexSettingsMismatch(
             f"index {db_path} was built with other settings: {'; '.join(problems)}. "
             "Open it with its own settings or point NEARDUPE_INDEX at a new location."
         )
-    if stored_header.get("design") != header.design:
+    redesigned = stored_header.get("design") != header.design
+    if redesigned:
         # The tables are derived from the pages: rebuilt for the new design, once.
         logger.info(
             "Index %s: rebuilding its tables for design %s (was %s)",
@@ -100,28 +102,20 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
             header.design,
             stored_header.get("design"),
         )
-        set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
-        set_meta(db, "snapshot_rows", "0")
-        db.commit()
+    if older or redesigned:
+        try:
+            if redesigned:
+                set_meta(db, "snapshot_rows", "0")
+            set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
+            db.commit()
+        except sqlite3.Error as exc:
+            db.rollback()
+            raise layout_error(path, exc) from exc
 
 
-def committed_holders(
-    db: sqlite3.Connection,
-    sentences: Sentences,
-    unsaved: list[Holder] | None = None,
-) -> list[Holder]:
-    """The pages in ``db`` (then ``unsaved``) recorded under one of ``sentences``, in the
-    order of ``sentences``, oldest first for each."""
-    wanted = [to_signed(sentence) for sentence, _ in sentences]
-    rows = db.execute(
-        f"SELECT sentence, key, fp, letters, sketched, tails FROM sentences WHERE sentence IN "
-        f"({','.join('?' * len(wanted))}) ORDER BY rowid",
-        wanted,
-    ).fetchall()
-    found = [
-        Holder(to_unsigned(s), key, to_unsigned(fp), Sketch(n, m, tails))
-        for s, key, fp, n, m, tails in rows
-    ]
-    found += unsaved or []
-    position = {sentence: i for i, (sentence, _) in enumerate(sentences)}
-    return sorted(found, key=lambda row: position[row[0]])  # stable: oldest first
+def layout_error(path: Path, exc: sqlite3.Error) -> IndexFileError:
+    """The error of an index whose layout could not be brought up to date (nothing changed)."""
+    return IndexFileError(
+        f"index {path} could not be brought to this version's layout ({exc}); its files are "
+        "unchanged: free disk space and open it again, or crawl into a new NEARDUPE_INDEX"
+    )
