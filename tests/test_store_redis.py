@@ -50,33 +50,39 @@ def brute_force(stored: dict[int, str], fp: int, k: int) -> list[Match]:
 # -- layout ----------------------------------------------------------------------------------
 
 
-def test_key_layout_one_hash_tag_packed_records(server: RedisServer) -> None:
+def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> None:
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="crawl-a")
         fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345]
         assert await store.check_and_add(fps[0], "https://x/0") is None
-        assert await store.check_and_add(fps[1], "https://x/1", signature=0xABC) is None
+        brief = ((7 << 50, 40),)
+        assert await store.check_and_add(fps[1], "https://x/1", 0xABC, brief) is None
         client = store.client
         keys = sorted([k.decode() async for k in client.scan_iter(match="*")])
-        assert all(k.startswith("{crawl-a}:") for k in keys)
-        assert {
-            "{crawl-a}:header",
-            "{crawl-a}:layout",
-            "{crawl-a}:count",
-            "{crawl-a}:keys",
-        } <= set(keys)
-        buckets = [k for k in keys if k.count(":") == 2]
+        assert {"{crawl-a}:header", "{crawl-a}:layout", "{crawl-a}:count"} <= set(keys)
+        buckets = [k for k in keys if k.startswith("crawl-a:{f")]
         assert len(buckets) == 2 * len(store.design.tables)
+        assert not [k for k in keys if k.endswith(":lease")]  # every lease ended
         for fp in fps:
-            for key in store.bucket_keys(fp):
+            for key, _prefix, record in store.layout.buckets(fp):
                 assert await client.type(key) == b"string"
-                assert fp.to_bytes(8, "big") in await client.get(key)
-        records = [await client.hget("{crawl-a}:keys", fp.to_bytes(8, "big")) for fp in fps]
-        assert records == [
-            bytes(9) + b"\0\0\0\x0bhttps://x/0",
-            b"\x01" + (0xABC).to_bytes(8, "big") + b"\0\0\0\x0bhttps://x/1",
+                assert await client.get(key) == record and len(record) == 6
+        pages = [await client.get(store.layout.page_key(fp)) for fp in fps]
+        assert pages == [
+            fps[0].to_bytes(8, "big") + bytes(9 + 8) + b"\0\x0bhttps://x/0",
+            (12345).to_bytes(8, "big")
+            + b"\x01"
+            + (0xABC).to_bytes(8, "big")
+            + (40).to_bytes(4, "big") * 2
+            + b"\0\x0bhttps://x/1",
         ]
+        sentence = await client.get(store.layout.sentence_key(7 << 50))
+        assert sentence == (7 << 50).to_bytes(8, "big") + (12345).to_bytes(8, "big") + b"\0"
         assert await client.get("{crawl-a}:count") == b"2"
+        assert sorted(await store.pages()) == [
+            (12345, "https://x/1", 0xABC),
+            (fps[0], "https://x/0", None),
+        ]
         await store.close()
 
     asyncio.run(body())
@@ -90,8 +96,9 @@ def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
         assert await b.check_and_add(99, "b") is None
         assert await a.query(99) == [Match("a", 99, 0)]
         assert await b.query(99) == [Match("b", 99, 0)]
-        # Deleting one index's keys ({b}:*) leaves the other's alone.
+        # Deleting one index's keys ({b}:* and b:*) leaves the other's alone.
         b_keys = [key async for key in b.client.scan_iter(match="{b}:*")]
+        b_keys += [key async for key in b.client.scan_iter(match="b:*")]
         assert b_keys and await b.client.delete(*b_keys) == len(b_keys)
         assert await a.count() == 1 and await a.query(99) == [Match("a", 99, 0)]
         await a.close()
@@ -132,7 +139,7 @@ def test_add_many_bulk_load(server: RedisServer) -> None:
         rng = random.Random(5)
         fps = [rng.getrandbits(64) for _ in range(3000)]
         keys = [f"k{i}" for i in range(len(fps))]
-        await store.add_many(fps, keys, chunk=700)
+        await store.add_many(fps, keys)
         assert await store.count() == len(fps)
         stored = dict(zip(fps, keys, strict=True))
         for fp in rng.sample(fps, 200):
@@ -147,28 +154,33 @@ def test_add_many_bulk_load(server: RedisServer) -> None:
 # -- failures --------------------------------------------------------------------------------
 
 
-def test_lost_reply_is_not_a_duplicate_of_itself(server: RedisServer) -> None:
-    """The script ran but the reply was lost: the retry recognises its own insert."""
+def test_lost_reply_is_not_a_duplicate_of_itself(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writes ran but the reply was lost: the retry recognises its own page."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    calls = 0
+
+    async def reply_lost(*args: object) -> None:
+        nonlocal calls
+        calls += 1
+        await real(*args)  # type: ignore[arg-type]
+        if calls == 1:
+            raise RedisConnectionError("connection reset after the writes ran")
 
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="lost")
-        real = store._check_and_add
-        calls = 0
-
-        async def reply_lost(keys: list[object], args: list[object]) -> object:
-            nonlocal calls
-            calls += 1
-            result = await real(keys, args)
-            if calls == 1:
-                raise RedisConnectionError("connection reset after the script ran")
-            return result
-
-        store._check_and_add = reply_lost  # type: ignore[assignment]
-        assert await store.check_and_add(777, "https://first") is None
+        monkeypatch.setattr(redis_module, "commit", reply_lost)
+        brief = ((5 << 40, 60),)
+        assert await store.check_and_add(777, "https://first", None, brief) is None
         assert calls == 2
-        store._check_and_add = real
+        monkeypatch.setattr(redis_module, "commit", real)
         assert await store.check_and_add(777, "https://second") == Match("https://first", 777, 0)
         assert await store.count() == 1
+        assert len(await store.holders(brief)) == 1  # recorded once under its sentence
+        assert len(await store.pages()) == 1
         await store.close()
 
     asyncio.run(body())
@@ -357,7 +369,7 @@ def _race(url: str, cluster: bool) -> None:
 # -- Redis Cluster ---------------------------------------------------------------------------
 
 
-def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
+def test_redis_cluster_spreads_one_index_over_every_node(tmp_path: Path) -> None:
     with RedisCluster(tmp_path / "cluster") as cluster:
 
         async def body() -> None:
@@ -366,7 +378,6 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                 RedisStore.from_url(cluster.url, IndexHeader(), name=n, cluster=True)
                 for n in ("alpha", "beta", "gamma")
             ]
-            slots = set()
             for store in stores:
                 stored: dict[int, str] = {}
                 for i in range(100):
@@ -383,13 +394,15 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                 copy = await store.check_and_add(rng.getrandbits(64), "copy", None, brief)
                 assert copy is not None and (copy.key, copy.shared) == ("brief", 1.0)
                 assert await store.count() == 101
-                index_slots = {store.client.keyslot(k) for k in store.bucket_keys(fp)}
-                index_slots.add(store.client.keyslot(f"{{{store.name}}}:keys"))
-                index_slots.add(store.client.keyslot(f"{{{store.name}}}:sentences"))
-                assert len(index_slots) == 1
-                slots |= index_slots
+                # Its buckets, page and sentence buckets: on every node, in many slots.
+                nodes = {}
+                async for raw in store.client.scan_iter(match=f"{store.name}:{{*"):
+                    key = raw.decode()
+                    nodes.setdefault(store.client.get_node_from_key(key).name, set()).add(key)
+                assert len(nodes) == 3, nodes.keys()
+                for keys in nodes.values():  # fingerprint and page buckets on each
+                    assert {k.split(":{")[1][0] for k in keys} >= {"f", "p"}
                 await store.close()
-            assert len(slots) == 3  # three crawls, three slots (here on three nodes)
             with pytest.raises(IndexSettingsMismatch):
                 RedisStore.from_url(
                     cluster.url, IndexHeader(design="4-table", k=3, bits=64, format=99),

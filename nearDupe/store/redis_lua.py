@@ -1,36 +1,18 @@
-"""The Lua scripts of the Redis index: atomic check-and-add, query, handshake, bulk load.
+"""The few Lua scripts of the Redis index: each touches one bucket (one slot), none scans.
 
-They decode the records of :mod:`nearDupe.store.redis_records`; the rules they repeat (the
-confirmation bound, the shared-sentence copy rule) are written in Python in
-:mod:`nearDupe.store.base`, and the contract tests run both backends on the same cases.
+The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts only
+append or remove a record in one string so that it keeps its exact size (APPEND grows a
+string's allocation greedily: 150 appends of 6 bytes cost 2,096 B instead of 1,072).
 """
 
 from __future__ import annotations
 
 import re
 
-from nearDupe.shorttext import SENTENCE_PAGE_LETTERS
-from nearDupe.store.base import (
-    NO_CONFIRMATION,
-    SAMPLE_SENTENCES,
-    SENTENCE_CONTAINED,
-    SENTENCE_HOLDERS,
-)
-from nearDupe.store.redis_records import FP, HOLDER, LENGTH, LETTERS, RECORD
+from nearDupe.store.redis_records import FP, LENGTH, PAGE_HEAD
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
-_CONSTANTS = {
-    "NO_CONFIRMATION": str(NO_CONFIRMATION),
-    "SENTENCE_CONTAINED": repr(SENTENCE_CONTAINED),
-    "SENTENCE_HOLDERS": str(SENTENCE_HOLDERS),
-    "SAMPLE_SENTENCES": str(SAMPLE_SENTENCES),
-    "SENTENCE_PAGE_LETTERS": str(SENTENCE_PAGE_LETTERS),
-    "RECORD": str(RECORD),
-    "LENGTH": str(LENGTH),
-    "FP": str(FP),
-    "LETTERS": str(LETTERS),
-    "HOLDER": str(HOLDER),
-}
+_CONSTANTS = {"FP": str(FP), "LENGTH": str(LENGTH), "PAGE_HEAD": str(PAGE_HEAD)}
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
 
 
@@ -39,203 +21,79 @@ def _fill(script: str) -> str:
     return _NAMED.sub(lambda m: _CONSTANTS[m.group(1)], script)
 
 
-LUA_COMMON = """
-local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
-local byte = string.byte
-
-local function popcount(x)
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  x = x + rshift(x, 8)
-  x = x + rshift(x, 16)
-  return band(x, 0x3F)
+# Where the record at byte i of a bucket ends: fixed records of `size` bytes, or (size 0)
+# page records, whose key length sits at the end of their head.
+_RECORDS = """
+local function record_end(v, i, size)
+  if size > 0 then return i + size - 1 end
+  local a, b = string.byte(v, i + PAGE_HEAD - LENGTH, i + PAGE_HEAD - 1)
+  return i + PAGE_HEAD - 1 + a * 256 + b
 end
 
-local function halves(s, i)
-  local a, b, c, d, e, f, g, h = byte(s, i, i + 7)
-  return ((a * 256 + b) * 256 + c) * 256 + d, ((e * 256 + f) * 256 + g) * 256 + h
-end
-
-local function uint32(s, i)
-  local a, b, c, d = byte(s, i, i + 3)
-  return ((a * 256 + b) * 256 + c) * 256 + d
-end
-
-local function bytes4(n)
-  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
-                     math.floor(n / 256) % 256, n % 256)
-end
-
--- Whether a candidate at distance d is confirmed: d plus the distance of two signature
--- records (a flag byte, 0 for none, then 8 bytes) is at most ck.
-local function confirms(record, sig, d, ck)
-  if ck >= NO_CONFIRMATION or byte(sig, 1) == 0 or byte(record, 1) == 0 then
-    return true
-  end
-  local shi, slo = halves(record, 2)
-  local qhi, qlo = halves(sig, 2)
-  return d + popcount(bxor(shi, qhi)) + popcount(bxor(slo, qlo)) <= ck
-end
-
--- The key of the first page in a stored value (entries: record, 4-byte length, key) whose
--- signature record confirms sig at distance d, or nil.
-local function confirmed_key(value, sig, d, ck)
+local function find(v, rec, size)
   local i = 1
-  while i + RECORD + LENGTH - 1 <= #value do
-    local n = uint32(value, i + RECORD)
-    if confirms(string.sub(value, i, i + RECORD - 1), sig, d, ck) then
-      return string.sub(value, i + RECORD + LENGTH, i + RECORD + LENGTH - 1 + n)
-    end
-    i = i + RECORD + LENGTH + n
+  while i <= #v do
+    local e = record_end(v, i, size)
+    if string.sub(v, i, e) == rec then return i, e end
+    i = e + 1
   end
   return nil
 end
-
--- Every distinct fingerprint within k of fp in the buckets KEYS[first..]: {fp, hi, lo, d}.
-local function near(first, fp, k)
-  local qhi, qlo = halves(fp, 1)
-  local seen, out = {}, {}
-  for t = first, #KEYS do
-    local s = redis.call('GET', KEYS[t])
-    if s then
-      for i = 1, #s, 8 do
-        local hi, lo = halves(s, i)
-        local d = popcount(bxor(hi, qhi))
-        if d <= k then
-          d = d + popcount(bxor(lo, qlo))
-          local found = string.sub(s, i, i + 7)
-          if d <= k and not seen[found] then
-            seen[found] = true
-            out[#out + 1] = {found, hi, lo, d}
-          end
-        end
-      end
-    end
-  end
-  return out
-end
 """
 
-# KEYS: keys hash, counter, sentences hash, one bucket per table.
-# ARGV: fp (8 bytes), k, key, retried (0/1), signature record (9 bytes), confirm_k, entry,
-# sentences (8-byte hash and 4-byte letters each, smallest hash first), sentence share, the
-# page's fingerprint and key (8 bytes, then the key) as its sentences hold it.
-# Returns nil when the page was recorded, else {fp (8 bytes), distance, stored key} or, for a
-# match by sentences, {fp, -1, stored key, share}.
-LUA_CHECK_AND_ADD = (
-    LUA_COMMON
+# KEYS: bucket, its lease.  ARGV: token, record size, records.  If the lease is still this
+# token's: append each record not already there (one SET: exact size), end the lease, 1.
+# Else 0 (the lease expired and may be another crawler's: nothing written).
+LUA_COMMIT = _fill(
+    _RECORDS
     + """
-if redis.call('EXISTS', KEYS[4]) == 0 then
-  return redis.error_reply('NO_HEADER')
-end
-local fp, k, key, retried = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local sig, ck, entry = ARGV[5], tonumber(ARGV[6]), ARGV[7]
-local sentences, share, sentence_key = ARGV[8], tonumber(ARGV[9]), ARGV[10]
-local found = near(5, fp, k)
-table.sort(found, function(a, b)
-  if a[4] ~= b[4] then return a[4] < b[4] end
-  if a[2] ~= b[2] then return a[2] < b[2] end
-  return a[3] < b[3]
-end)
-for _, m in ipairs(found) do
-  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', sig, m[4], ck)
-  if stored then
-    if m[4] == 0 and retried == '1' and stored == key then
-      return nil
-    end
-    return {m[1], m[4], stored}
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+local size = tonumber(ARGV[2])
+if #ARGV > 2 then
+  local v = redis.call('GET', KEYS[1]) or ''
+  local added = v
+  for j = 3, #ARGV do
+    if not find(v, ARGV[j], size) then added = added .. ARGV[j] end
   end
+  if #added > #v then redis.call('SET', KEYS[1], added) end
 end
--- The stored page whose common sentences are the largest share of both pages' sentence
--- letters, estimated from the sentences it is recorded under (see
--- nearDupe.store.base.sentence_matches).
-local total, holders, common, count, their, order = 0, {}, {}, {}, {}, {}
-for i = 1, #sentences, FP + LETTERS do
-  local h, n = string.sub(sentences, i, i + FP - 1), uint32(sentences, i + FP)
-  total = total + n
-  local value = redis.call('HGET', KEYS[3], h) or ''
-  local j, held = 1, 0
-  while j + HOLDER - 1 <= #value do
-    local len = uint32(value, j + HOLDER - LENGTH)
-    local holder_key = string.sub(value, j + HOLDER, j + HOLDER - 1 + len)
-    local page = string.sub(value, j, j + FP - 1) .. holder_key
-    if not common[page] then
-      common[page], count[page] = 0, 0
-      their[page] = {uint32(value, j + FP), uint32(value, j + FP + LETTERS)}
-      order[#order + 1] = page
-    end
-    common[page], count[page] = common[page] + n, count[page] + 1
-    held = held + 1
-    j = j + HOLDER + len
-  end
-  holders[#holders + 1] = {h, value, held, n}
-end
-local best, best_share, single = nil, -1, math.min(1, 2 * share)
-for _, page in ipairs(order) do
-  local of_stored = math.min(1, common[page] / their[page][2])
-  local of_query = math.min(1, of_stored * their[page][1] / total)
-  local s = math.min(of_query, of_stored)
-  local held = math.max(of_query, of_stored)
-  local needed = share
-  if count[page] == 1 then
-    needed = single
-  end
-  if s >= needed and held >= SENTENCE_CONTAINED and s > best_share then
-    best, best_share = page, s
-  end
-end
-if best then
-  return {string.sub(best, 1, 8), -1, string.sub(best, 9), tostring(best_share)}
-end
--- Recorded under every sentence of a short page, the SAMPLE_SENTENCES smallest hashes of a
--- longer one (nearDupe.store.base.recorded); never under one held by SENTENCE_HOLDERS pages.
-local sample, sampled = {}, 0
-for _, h in ipairs(holders) do
-  if h[3] < SENTENCE_HOLDERS and (total < SENTENCE_PAGE_LETTERS or #sample < SAMPLE_SENTENCES) then
-    sample[#sample + 1] = h
-    sampled = sampled + h[4]
-  end
-end
-local sentence_entry = string.sub(sentence_key, 1, FP) .. bytes4(total) .. bytes4(sampled)
-  .. bytes4(#sentence_key - FP) .. string.sub(sentence_key, FP + 1)
-for _, h in ipairs(sample) do
-  redis.call('HSET', KEYS[3], h[1], h[2] .. sentence_entry)
-end
-local pages = redis.call('HGET', KEYS[1], fp)
-if not pages then
-  for t = 5, #KEYS do
-    redis.call('APPEND', KEYS[t], fp)
-  end
-  pages = ''
-end
-redis.call('HSET', KEYS[1], fp, pages .. entry)
-redis.call('INCR', KEYS[2])
-return nil
+redis.call('DEL', KEYS[2])
+return 1
 """
 )
 
-# KEYS: keys hash, one bucket per table.  ARGV: fp (8 bytes), k, signature record, confirm_k.
-# Returns {fp, distance, key, fp, distance, key, ...} for every stored fp within k whose
-# signature confirms (unordered).
-LUA_QUERY = (
-    LUA_COMMON
+# KEYS: page bucket.  ARGV: page record.  Appends it unless there already (a retried call);
+# returns {its ordinal among the records of its fingerprint, 1 if appended}.
+LUA_ADD_PAGE = _fill(
+    _RECORDS
     + """
-local out = {}
-for _, m in ipairs(near(2, ARGV[1], tonumber(ARGV[2]))) do
-  local stored = confirmed_key(redis.call('HGET', KEYS[1], m[1]) or '', ARGV[3], m[4],
-                               tonumber(ARGV[4]))
-  if stored then
-    out[#out + 1] = m[1]
-    out[#out + 1] = m[4]
-    out[#out + 1] = stored
-  end
+local v, rec = redis.call('GET', KEYS[1]) or '', ARGV[1]
+local fp, nth, i = string.sub(rec, 1, FP), 0, 1
+while i <= #v do
+  local e = record_end(v, i, 0)
+  if string.sub(v, i, e) == rec then return {nth, 0} end
+  if string.sub(v, i, i + FP - 1) == fp then nth = nth + 1 end
+  i = e + 1
 end
-return out
+redis.call('SET', KEYS[1], v .. rec)
+return {nth, 1}
 """
 )
 
-# KEYS: header, layout, counter.  ARGV: header JSON, layout JSON.
+# KEYS: bucket.  ARGV: record, record size (0: page records).  Removes the record if there
+# (undoing the writes of a crawl whose lease expired); returns 1 if it was.
+LUA_REMOVE = _fill(
+    _RECORDS
+    + """
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local i, e = find(v, ARGV[1], tonumber(ARGV[2]))
+if not i then return 0 end
+redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
+return 1
+"""
+)
+
 # KEYS: header, layout, counter.  ARGV: header, layout.  Returns both as stored, and 1 if
 # pages were found without a header (written while Redis lost it: re-headed, see _reheaded).
 LUA_HANDSHAKE = """
@@ -247,28 +105,3 @@ redis.call('SET', KEYS[1], ARGV[1], 'NX')
 redis.call('SET', KEYS[2], ARGV[2], 'NX')
 return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), headless}
 """
-
-# KEYS: keys hash, counter.  ARGV: fp, entry, fp, entry, ... (entry: see the key layout).
-# First entry per fingerprint wins and
-# only new fingerprints are counted, so a retried chunk does not count twice.
-LUA_ADD_KEYS = """
-local added = 0
-for i = 1, #ARGV, 2 do
-  added = added + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
-end
-return redis.call('INCRBY', KEYS[2], added)
-"""
-
-# KEYS: buckets.  ARGV: packed records for each bucket, in the same order.
-LUA_APPEND = """
-for i = 1, #KEYS do
-  redis.call('APPEND', KEYS[i], ARGV[i])
-end
-return #KEYS
-"""
-
-LUA_CHECK_AND_ADD = _fill(LUA_CHECK_AND_ADD)
-LUA_QUERY = _fill(LUA_QUERY)
-LUA_HANDSHAKE = _fill(LUA_HANDSHAKE)
-LUA_ADD_KEYS = _fill(LUA_ADD_KEYS)
-LUA_APPEND = _fill(LUA_APPEND)
