@@ -163,12 +163,13 @@ def test_lost_reply_is_not_a_duplicate_of_itself(
     real = redis_module.commit
     calls = 0
 
-    async def reply_lost(*args: object) -> None:
+    async def reply_lost(*args: object) -> object:
         nonlocal calls
         calls += 1
-        await real(*args)  # type: ignore[arg-type]
+        done = await real(*args)  # type: ignore[arg-type]
         if calls == 1:
             raise RedisConnectionError("connection reset after the writes ran")
+        return done
 
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="lost")

@@ -78,8 +78,8 @@ from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog
 from nearDupe.store.base import Holder, Match, recorded, sentence_matches, storable_key
 from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_leases import LeaseLost, acquire, commit, release
-from nearDupe.store.redis_reading import Reading, fetch_pages, get_all, page_keys, read
+from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
+from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
 from nearDupe.store.redis_records import SENTENCE_RECORD, page_record, sentence_record
 
 
@@ -90,9 +90,6 @@ class _Call:
     token: bytes
     #: (key, record, record size) of each record written, to remove if the call must undo.
     wrote: list[tuple[str, bytes, int]] = field(default_factory=list)
-    #: Whether its page record was appended, and the counter raised for it.
-    added: bool = False
-    counted: bool = False
 
 
 class RedisStore(RedisBulkIndex):
@@ -183,29 +180,30 @@ class RedisStore(RedisBulkIndex):
         """Write the page (its page record first), ending the leases."""
         sample = recorded(sentences, reading.crowded)
         record = page_record(fp, key, signature, letters(sentences), letters(sample))
-        page_key = self.layout.page_key(fp)
-        call.wrote.append((page_key, record, 0))
-        (reply,) = await self.pipes.run(
-            lambda pipe: self.pipes.script(pipe, "add_page", [page_key], [record])
-        )
-        nth, added = (int(x) for x in reply)
-        call.added = call.added or bool(added)
-        writes: dict[str, list[bytes]] = {k: [] for k in keys}
-        sizes: dict[str, int] = {}
+        page = self.layout.page_key(fp), record
+        writes: Writes = {}
         for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
-            sizes[bucket] = self.layout.widths[t]
             if not reading.present[t]:
-                writes[bucket].append(bucket_record)
-                call.wrote.append((bucket, bucket_record, sizes[bucket]))
+                writes[bucket] = (self.layout.widths[t], False, [bucket_record])
         for h, _ in sample:
             bucket = self.layout.sentence_key(h)
-            writes[bucket].append(sentence_record(h, fp, nth))
-            sizes[bucket] = SENTENCE_RECORD
-            call.wrote.append((bucket, writes[bucket][-1], SENTENCE_RECORD))
-        await commit(self.pipes, writes, sizes, call.token)
-        if call.added and not call.counted:
-            call.counted = True
-            await self.client.incr(self._count_key)
+            head = sentence_record(h, fp, 0)[:-1]  # the script appends the page's ordinal
+            size, _ordinal, heads = writes.get(bucket, (SENTENCE_RECORD, True, []))
+            writes[bucket] = (size, True, [*heads, head])
+        nth: int | None = None
+        try:
+            nth, _added = await commit(self.pipes, page, keys, writes, call.token, self._count_key)
+        except LeaseLost as lost:
+            nth = lost.nth
+            raise
+        finally:
+            # What may now be stored, to remove if a later pass finds this page a copy.
+            call.wrote = [(page[0], record, 0)] + [
+                (bucket, r + (b"" if nth is None else bytes([nth])) * ordinal, size)
+                for bucket, (size, ordinal, rs) in writes.items()
+                for r in rs
+                if nth is not None or not ordinal
+            ]
 
     async def _undo(self, call: _Call) -> None:
         """Remove what an earlier pass of this call wrote before its lease expired."""
@@ -216,9 +214,10 @@ class RedisStore(RedisBulkIndex):
                 for key, record, size in wrote:
                     self.pipes.script(pipe, "remove", [key], [record, size])
 
-            await self.pipes.run(build)
+            removed = await self.pipes.run(build)
+            if int(removed[0]):  # the page record, counted when it was appended
+                await self.client.decr(self._count_key)
             wrote.clear()
-            call.added = False
 
     async def query(
         self,
@@ -238,7 +237,7 @@ class RedisStore(RedisBulkIndex):
 
         async def attempt(_retried: bool) -> Reading:
             await self._ensure_ready()
-            values = await get_all(self.pipes, page_keys(self.layout, fp, sentences))
+            values = await self.pipes.get_all(page_keys(self.layout, fp, sentences))
             reading = read(self.layout, fp, k, sentences, values)
             await fetch_pages(self.pipes, self.layout, reading)
             return reading
@@ -255,7 +254,7 @@ class RedisStore(RedisBulkIndex):
         async def attempt(_retried: bool) -> list[Holder]:
             await self._ensure_ready()
             keys = sorted({self.layout.sentence_key(h) for h, _ in sentences})
-            values = await get_all(self.pipes, keys)
+            values = await self.pipes.get_all(keys)
             reading = read(self.layout, 0, -1, sentences, values)
             await fetch_pages(self.pipes, self.layout, reading)
             return reading.holders()

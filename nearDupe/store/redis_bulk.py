@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -11,8 +13,8 @@ from nearDupe.store.base import recorded
 from nearDupe.store.redis_open import RedisIndex
 from nearDupe.store.redis_records import page_record, page_records, sentence_records
 
-#: Keys written per pipeline by a bulk load.
-CHUNK = 20_000
+#: Keys a bulk load writes per script call (one node's).
+CHUNK = 5_000
 
 
 def _groups(prefixes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -74,15 +76,15 @@ class RedisBulkIndex(RedisIndex):
             shift = np.uint64(self.layout.sentence_shift)
             for prefix, rows in _groups(table["sentence"].astype(np.uint64) >> shift):
                 writes[self.layout.sentence_key(prefix << int(shift))] = table[rows].tobytes()
-        items = list(writes.items())
-        for start in range(0, len(items), CHUNK):
-            chunk = items[start : start + CHUNK]
-
-            async def write(_retried: bool, chunk: list[tuple[str, bytes]] = chunk) -> None:
-                await self.pipes.run(lambda pipe: [pipe.set(k, v) for k, v in chunk])
-
-            await self._retrying("add_many", write)
+        for group in await self.pipes.by_node(writes):
+            for start in range(0, len(group), CHUNK):
+                chunk = group[start : start + CHUNK]
+                args = [x for key in chunk for x in (key, writes[key])]
+                await self._retrying("add_many", partial(self._set, [(chunk, args)]))
         await self._retrying("add_many", lambda _r: self.client.set(self._count_key, len(fps)))
+
+    async def _set(self, calls: list[tuple[list[str], list[Any]]], _retried: bool) -> None:
+        await self.pipes.per_node("set", calls)
 
     async def pages(self) -> list[tuple[int, str, int | None]]:
         """Every stored (fingerprint, key, signature), in no particular order (SCAN of the

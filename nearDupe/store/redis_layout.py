@@ -125,11 +125,36 @@ class Layout:
             out.append((self.bucket_key(t, prefix), prefix, bucket_record(low, self.widths[t])))
         return out
 
-    def bucket_fps(self, t: int, prefix: int, value: bytes) -> np.ndarray:
-        """The fingerprints a bucket of table t holds (uint64, unpermuted)."""
-        shift = np.uint64(self._tables[t][1])
-        permuted = bucket_lows(value, self.widths[t]) | (np.uint64(prefix) << shift)
-        return self.design.unpermute(t, permuted)
+    def near(
+        self, fp: int, k: int, values: dict[str, bytes]
+    ) -> tuple[list[tuple[int, int]], list[bool]]:
+        """(distance, fingerprint) of each distinct stored fingerprint within k of ``fp`` in
+        its buckets (``values``: key -> bytes), nearest first; and per table whether ``fp``
+        itself is there.
+
+        A bucket's records and ``fp`` share the bucket's prefix, so their distance is that of
+        their permuted low bits: one vectorised pass over every bucket, and only the few
+        within k are unpermuted.
+        """
+        mine = self.buckets(fp)
+        lows, of, present, near = [], [], [], set()
+        for t, (key, _prefix, record) in enumerate(mine):
+            stored = bucket_lows(values.get(key, b""), self.widths[t])
+            lows.append(stored)
+            of.append(np.full(len(stored), int.from_bytes(record, "big"), dtype=np.uint64))
+        every = np.concatenate(lows)
+        distance = np.bitwise_count(every ^ np.concatenate(of))
+        table = np.repeat(np.arange(len(mine)), [len(x) for x in lows])
+        for t in range(len(mine)):
+            present.append(bool(((table == t) & (distance == 0)).any()))
+        for i in np.flatnonzero(distance <= k).tolist():
+            t = int(table[i])
+            permuted = int(every[i]) | (mine[t][1] << self._tables[t][1])
+            original = 0
+            for src, dst, mask in self._tables[t][0]:
+                original |= ((permuted >> dst) & mask) << src
+            near.add((int(distance[i]), original))
+        return sorted(near), present
 
     def page_key(self, fp: int) -> str:
         """The key of the page bucket holding the pages of ``fp``."""
@@ -140,6 +165,5 @@ class Layout:
         return f"{self.name}:{{s.{sentence >> self.sentence_shift:x}}}"
 
 
-def lease_key(key: str) -> str:
-    """The lease of a bucket: same hash tag, so the same slot and node."""
-    return f"{key}:lease"
+#: Suffix of a bucket's lease key (same hash tag, so the same slot and node).
+LEASE = ":lease"

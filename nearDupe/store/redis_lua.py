@@ -1,18 +1,27 @@
-"""The few Lua scripts of the Redis index: each touches one bucket (one slot), none scans.
+"""The Lua scripts of the Redis index: one call per node and phase, none scans.
 
-The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts only
-append or remove a record in one string so that it keeps its exact size (APPEND grows a
-string's allocation greedily: 150 appends of 6 bytes cost 2,096 B instead of 1,072).
+The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts take
+and end leases and write records for all of one check's keys on one node (the flag
+``allow-cross-slot-keys`` of Redis 7 lets a script reach keys of several slots on its node;
+KEYS[1] only routes it).  A bucket is rewritten whole with SET so that it keeps its exact
+size: APPEND grows a string's allocation greedily (150 appends of 6 bytes cost 2,096 B
+instead of 1,072).
 """
 
 from __future__ import annotations
 
 import re
 
+from nearDupe.store.redis_layout import LEASE
 from nearDupe.store.redis_records import FP, LENGTH, PAGE_HEAD
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
-_CONSTANTS = {"FP": str(FP), "LENGTH": str(LENGTH), "PAGE_HEAD": str(PAGE_HEAD)}
+_CONSTANTS = {
+    "FP": str(FP),
+    "LENGTH": str(LENGTH),
+    "PAGE_HEAD": str(PAGE_HEAD),
+    "LEASE": f"'{LEASE}'",
+}
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
 
 
@@ -20,6 +29,8 @@ def _fill(script: str) -> str:
     """A script with the constants' values in place of their names."""
     return _NAMED.sub(lambda m: _CONSTANTS[m.group(1)], script)
 
+
+_CROSS_SLOT = "#!lua flags=allow-cross-slot-keys\n"
 
 # Where the record at byte i of a bucket ends: fixed records of `size` bytes, or (size 0)
 # page records, whose key length sits at the end of their head.
@@ -41,47 +52,99 @@ local function find(v, rec, size)
 end
 """
 
-# KEYS: bucket, its lease.  ARGV: token, record size, records.  If the lease is still this
-# token's: append each record not already there (one SET: exact size), end the lease, 1.
-# Else 0 (the lease expired and may be another crawler's: nothing written).
-LUA_COMMIT = _fill(
-    _RECORDS
+# ARGV: token, lease ms, keys.  If no key's lease is another token's: lease them all and
+# return {1, value of each key}; else take none (ending those this call took) and return {0}.
+LUA_ACQUIRE = _fill(
+    _CROSS_SLOT
     + """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-local size = tonumber(ARGV[2])
-if #ARGV > 2 then
-  local v = redis.call('GET', KEYS[1]) or ''
-  local added = v
-  for j = 3, #ARGV do
-    if not find(v, ARGV[j], size) then added = added .. ARGV[j] end
+local token, ms = ARGV[1], ARGV[2]
+for i = 3, #ARGV do
+  if not redis.call('SET', ARGV[i] .. LEASE, token, 'NX', 'PX', ms)
+      and redis.call('GET', ARGV[i] .. LEASE) ~= token then
+    for j = 3, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
+    return {0}
   end
-  if #added > #v then redis.call('SET', KEYS[1], added) end
 end
-redis.call('DEL', KEYS[2])
-return 1
+local out = {1}
+for i = 3, #ARGV do out[#out + 1] = redis.call('GET', ARGV[i]) or '' end
+return out
 """
 )
 
-# KEYS: page bucket.  ARGV: page record.  Appends it unless there already (a retried call);
-# returns {its ordinal among the records of its fingerprint, 1 if appended}.
-LUA_ADD_PAGE = _fill(
-    _RECORDS
+# ARGV: token, page bucket ('' for none), page record, ordinal (-1: the page record's), the
+# counter to raise if the page record is appended ('' for none: on another node), then per
+# leased key: key, record size, 1 if its records end with the page's ordinal (added here),
+# record count, records.  If every lease is still this token's: append the page record
+# (unless there: a retried call), then each key's records not there yet, end the leases and
+# return {1, ordinal, 1 if the page record was appended}.  Else write nothing: {0}.
+LUA_COMMIT = _fill(
+    _CROSS_SLOT
+    + _RECORDS
     + """
-local v, rec = redis.call('GET', KEYS[1]) or '', ARGV[1]
-local fp, nth, i = string.sub(rec, 1, FP), 0, 1
-while i <= #v do
-  local e = record_end(v, i, 0)
-  if string.sub(v, i, e) == rec then return {nth, 0} end
-  if string.sub(v, i, i + FP - 1) == fp then nth = nth + 1 end
-  i = e + 1
+local token = ARGV[1]
+local i = 6
+while i <= #ARGV do
+  if redis.call('GET', ARGV[i] .. LEASE) ~= token then return {0} end
+  i = i + 4 + tonumber(ARGV[i + 3])
 end
-redis.call('SET', KEYS[1], v .. rec)
-return {nth, 1}
+local nth, added = tonumber(ARGV[4]), 0
+if ARGV[2] ~= '' then
+  local v, rec = redis.call('GET', ARGV[2]) or '', ARGV[3]
+  local fp, j, found = string.sub(rec, 1, FP), 1, false
+  nth = 0
+  while j <= #v do
+    local e = record_end(v, j, 0)
+    if string.sub(v, j, e) == rec then found = true break end
+    if string.sub(v, j, j + FP - 1) == fp then nth = nth + 1 end
+    j = e + 1
+  end
+  if not found then
+    redis.call('SET', ARGV[2], v .. rec)
+    added = 1
+    if ARGV[5] ~= '' then redis.call('INCR', ARGV[5]) end
+  end
+end
+i = 6
+while i <= #ARGV do
+  local key, size, ordinal, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
+  if n > 0 then
+    local v = redis.call('GET', key) or ''
+    local grown = v
+    for j = i + 4, i + 3 + n do
+      local rec = ARGV[j]
+      if ordinal == '1' then rec = rec .. string.char(nth) end
+      if not find(v, rec, size) then grown = grown .. rec end
+    end
+    if #grown > #v then redis.call('SET', key, grown) end
+  end
+  redis.call('DEL', key .. LEASE)
+  i = i + 4 + n
+end
+return {1, nth, added}
+"""
+)
+
+# ARGV: key, value, key, value, ...  Sets them (a bulk load into an empty index).
+LUA_SET = (
+    _CROSS_SLOT
+    + """
+for i = 1, #ARGV, 2 do redis.call('SET', ARGV[i], ARGV[i + 1]) end
+return #ARGV / 2
+"""
+)
+
+# ARGV: keys.  Their values ('' for a missing one).
+LUA_GET = (
+    _CROSS_SLOT
+    + """
+local out = {}
+for i = 1, #ARGV do out[i] = redis.call('GET', ARGV[i]) or '' end
+return out
 """
 )
 
 # KEYS: bucket.  ARGV: record, record size (0: page records).  Removes the record if there
-# (undoing the writes of a crawl whose lease expired); returns 1 if it was.
+# (undoing the writes of a check whose lease expired); returns 1 if it was.
 LUA_REMOVE = _fill(
     _RECORDS
     + """

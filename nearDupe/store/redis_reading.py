@@ -3,9 +3,7 @@ numpy and the rules of :mod:`nearDupe.store.base` (the same for both backends)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -65,18 +63,7 @@ def read(
     layout: Layout, fp: int, k: int, sentences: Sentences, values: dict[str, bytes]
 ) -> Reading:
     """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes)."""
-    found: list[np.ndarray] = []
-    present = []
-    for t, (key, prefix, _record) in enumerate(layout.buckets(fp)):
-        fps = layout.bucket_fps(t, prefix, values.get(key, b""))
-        present.append(bool((fps == np.uint64(fp)).any()))
-        found.append(fps)
-    every = np.unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
-    distance = np.bitwise_count(every ^ np.uint64(fp))
-    near = sorted(
-        (int(d), int(f))
-        for d, f in zip(distance[distance <= k], every[distance <= k], strict=True)
-    )
+    near, present = layout.near(fp, k, values)
     rows: list[tuple[int, int, int]] = []
     crowded = set()
     for h, _ in sorted(sentences):
@@ -93,15 +80,9 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     fps = sorted({f for _, f in reading.near} | {f for _, f, _ in reading.rows})
     if not fps:
         return
-    values = await get_all(pipes, sorted({layout.page_key(f) for f in fps}))
+    values = await pipes.get_all(sorted({layout.page_key(f) for f in fps}))
     wanted = set(fps)
     for value in values.values():
         for record in page_records(value or b""):
             if record.fp in wanted:
                 reading.pages.setdefault(record.fp, []).append(record)
-
-
-async def get_all(pipes: Pipes, keys: Sequence[str]) -> dict[str, Any]:
-    """The values of ``keys`` (b"" for a missing one), one pipeline."""
-    values = await pipes.run(lambda pipe: [pipe.get(key) for key in keys])
-    return {key: value or b"" for key, value in zip(keys, values, strict=True)}
