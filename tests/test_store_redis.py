@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -290,23 +291,27 @@ def test_unreachable_at_open_checks_header_on_first_use(tmp_path: Path) -> None:
 # -- many processes at once --------------------------------------------------------------------
 
 
+Variant = tuple[int, tuple[tuple[int, int], ...]]  # fingerprint, sentences
+
+
 def _crawler(
-    url: str, worker: int, clusters: list[list[int]], tasks: int, cluster: bool = False
+    url: str, worker: int, groups: list[list[Variant]], tasks: int, cluster: bool = False
 ) -> list[tuple]:
-    """One crawler process: ``tasks`` concurrent clients submit every copy of every article."""
+    """One crawler process: ``tasks`` concurrent clients submit every copy of every page."""
 
     async def main() -> list[tuple]:
         store = RedisStore.from_url(
-            url, IndexHeader(), name="race", max_connections=tasks, cluster=cluster
+            url, IndexHeader(), name="race", max_connections=2 * tasks, cluster=cluster
         )
-        jobs = [(c, v) for c, variants in enumerate(clusters) for v in range(len(variants))]
+        jobs = [(c, v) for c, variants in enumerate(groups) for v in range(len(variants))]
         random.Random(worker).shuffle(jobs)
         results: list[tuple] = []
 
         async def client(part: list[tuple[int, int]]) -> None:
             for c, v in part:
                 key = f"w{worker}-c{c}-v{v}"
-                match = await store.check_and_add(clusters[c][v], key)
+                fp, sentences = groups[c][v]
+                match = await store.check_and_add(fp, key, None, sentences)
                 results.append((c, key, None if match is None else match.key))
 
         await asyncio.gather(*(client(jobs[i::tasks]) for i in range(tasks)))
@@ -318,8 +323,10 @@ def _crawler(
 
 @pytest.mark.parametrize("topology", ["node", "cluster"])
 def test_processes_racing_keep_exactly_one_copy_per_article(topology: str, tmp_path: Path) -> None:
-    """3 processes x 16 clients submit every copy of 150 articles at once: exactly one copy
-    of each is kept, every other names it, on one node and on a 3-node Redis Cluster."""
+    """8 processes x 4 clients submit every copy of 100 articles (8 copies within distance 3
+    of each other) and of 40 short pages (4 copies with other fingerprints and the same
+    sentences) at once: exactly one copy of each is kept, every other names it, nothing is
+    lost; on one node and on a 3-node Redis Cluster."""
     with ExitStack() as stack:
         if topology == "node":
             server = RedisServer(tmp_path / "redis", extra=("--appendfsync", "everysec"))
@@ -329,26 +336,31 @@ def test_processes_racing_keep_exactly_one_copy_per_article(topology: str, tmp_p
         _race(url, cluster=topology == "cluster")
 
 
-def _race(url: str, cluster: bool) -> None:
+def _race(url: str, cluster: bool, processes: int = 8) -> None:
     rng = random.Random(2024)
     bases: list[int] = []
-    while len(bases) < 150:
+    while len(bases) < 100 + 4 * 40:
         fp = rng.getrandbits(64)
         if all((fp ^ b).bit_count() >= 10 for b in bases):
             bases.append(fp)
-    clusters = []
-    for base in bases:
+    groups: list[list[Variant]] = []
+    for base in bases[:100]:
         bits = rng.sample(range(64), 3)  # every subset of 3 fixed bits: pairwise distance <= 3
-        clusters.append(
-            [flip(base, *(b for j, b in enumerate(bits) if m >> j & 1)) for m in range(8)]
+        groups.append(
+            [(flip(base, *(b for j, b in enumerate(bits) if m >> j & 1)), ()) for m in range(8)]
         )
+    for g in range(40):
+        brief = ((rng.getrandbits(64), 60), (rng.getrandbits(64), 70))
+        groups.append([(bases[100 + 4 * g + v], brief) for v in range(4)])
 
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(3) as pool:
-        per_process = pool.starmap(_crawler, [(url, w, clusters, 16, cluster) for w in range(3)])
+    with ctx.Pool(processes) as pool:
+        per_process = pool.starmap(
+            _crawler, [(url, w, groups, 4, cluster) for w in range(processes)]
+        )
     results = [r for rs in per_process for r in rs]
-    assert len(results) == 3 * 8 * len(clusters)
-    kept: dict[int, list[str]] = {c: [] for c in range(len(clusters))}
+    assert len(results) == processes * sum(len(g) for g in groups)
+    kept: dict[int, list[str]] = {c: [] for c in range(len(groups))}
     for c, key, match in results:
         if match is None:
             kept[c].append(key)
@@ -358,13 +370,80 @@ def _race(url: str, cluster: bool) -> None:
     for c, _key, match in results:
         assert match is None or match == kept[c][0]
 
-    async def count() -> int:
+    async def stored() -> tuple[int, set[str]]:
         store = RedisStore.from_url(url, IndexHeader(), name="race", cluster=cluster)
-        n = await store.count()
+        n, pages = await store.count(), {key for _, key, _ in await store.pages()}
         await store.close()
-        return n
+        return n, pages
 
-    assert asyncio.run(count()) == len(clusters)
+    assert asyncio.run(stored()) == (len(groups), {keys[0] for keys in kept.values()})
+
+
+# -- the lease protocol, interleaved ------------------------------------------------------------
+
+
+def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crawler A leases its buckets, reads them, then stalls before writing. Crawler B, with a
+    near copy, waits for A's leases to expire, then keeps its page. A wakes: its write finds
+    the lease gone and writes nothing; A starts again and reports B's page."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    stall, stalled = asyncio.Event(), asyncio.Event()
+
+    async def stalling(pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str):  # type: ignore[no-untyped-def]
+        if page[1].endswith(b"https://a") and not stall.is_set():
+            stalled.set()
+            await stall.wait()
+        return await real(pipes, page, keys, writes, token, count)
+
+    async def body() -> None:
+        a = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
+        b = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
+        monkeypatch.setattr(redis_module, "commit", stalling)
+        first = asyncio.create_task(a.check_and_add(1 << 40, "https://a"))
+        await stalled.wait()
+        started = time.monotonic()
+        assert await b.check_and_add(flip(1 << 40, 2), "https://b") is None
+        assert 0.3 < time.monotonic() - started < 2.0  # waited for A's leases to expire
+        stall.set()
+        assert await first == Match("https://b", flip(1 << 40, 2), 1)
+        assert await a.count() == 1
+        assert [key for _, key, _ in await a.pages()] == ["https://b"]
+        leases = [k async for k in a.client.scan_iter(match="*:lease")]
+        assert leases == []
+        await a.close()
+        await b.close()
+
+    asyncio.run(body())
+
+
+def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
+    """A check that finds one of its buckets leased holds none of the others while it waits
+    (so it blocks nobody); a release ends only its own token's leases."""
+    from nearDupe.store.redis_leases import acquire, release
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="leases", lease_seconds=5)
+        pipes, keys = store.pipes, store.bucket_keys(1 << 40)
+        await acquire(pipes, keys[:1], b"holder", lease_seconds=5)
+        waiting = asyncio.create_task(acquire(pipes, keys, b"waiter", lease_seconds=5))
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            held = [await store.client.get(k + ":lease") for k in keys]
+            assert held == [b"holder", None, None, None]
+        await release(pipes, keys, b"waiter")  # not the holder's: nothing ends
+        assert await store.client.get(keys[0] + ":lease") == b"holder"
+        await release(pipes, keys[:1], b"holder")
+        values, _ = await asyncio.wait_for(waiting, 2)
+        assert values == dict.fromkeys(keys, b"")
+        assert [await store.client.get(k + ":lease") for k in keys] == [b"waiter"] * 4
+        assert 0 < await store.client.pttl(keys[1] + ":lease") <= 5000
+        await store.close()
+
+    asyncio.run(body())
 
 
 # -- Redis Cluster ---------------------------------------------------------------------------

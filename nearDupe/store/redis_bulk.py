@@ -35,6 +35,7 @@ class RedisBulkIndex(RedisIndex):
         keys: Sequence[str],
         signatures: Sequence[int | None] | None = None,
         sentences: Sequence[Sentences] | None = None,
+        totals: Sequence[int] | None = None,
     ) -> None:
         """Record pages unconditionally into an EMPTY index, in bulk and without leases
         (loading an index no crawl writes yet, migration): one SET per key (exact-sized, and
@@ -42,6 +43,8 @@ class RedisBulkIndex(RedisIndex):
 
         Each page is recorded under its sentences as a check-and-add records it
         (:func:`~nearDupe.store.base.recorded`; the SENTENCE_HOLDERS cap is not applied).
+        ``totals``: the letters of each page's sentences when ``sentences`` holds only the
+        sample it was recorded under (a migration).
         """
         fps = np.asarray(fps, dtype=np.uint64)
         if not len(fps) == len(keys) == len(signatures or keys) == len(sentences or keys):
@@ -67,7 +70,8 @@ class RedisBulkIndex(RedisIndex):
             sample = recorded(page)
             n = nth[fp] = nth.get(fp, -1) + 1
             sig = signatures[i] if signatures is not None else None
-            records.append(page_record(fp, keys[i], sig, letters(page), letters(sample)))
+            total = totals[i] if totals is not None else letters(page)
+            records.append(page_record(fp, keys[i], sig, total, letters(sample)))
             sampled += [(h, fp, n) for h, _ in sample]
         for prefix, rows in _groups(fps >> np.uint64(self.layout.page_shift)):
             writes[f"{self.name}:{{p.{prefix:x}}}"] = b"".join(records[r] for r in rows)
