@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 NAME = "bench"
 #: ~70-byte URLs, as a news site's.
-URL = "https://www.example-news-site.com/politics/2024/05/17/article-{:012d}.html"
+URL = "https://www.example-news.com/politics/2024/05/17/article-{:09d}.html"
 SENTENCES = 4
 SENTENCE_LETTERS = 150
 #: The project's default detection (issue #15): 4-table, k=3, confirm_k 22.

@@ -78,7 +78,7 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
             + b"\0\x0bhttps://x/1",
         ]
         sentence = await client.get(store.layout.sentence_key(7 << 50))
-        assert sentence == (7 << 50).to_bytes(8, "big") + (12345).to_bytes(8, "big") + b"\0"
+        assert sentence == (7 << 50).to_bytes(8, "big")[2:] + (12345).to_bytes(8, "big") + b"\0"
         assert await client.get("{crawl-a}:count") == b"2"
         assert sorted(await store.pages()) == [
             (12345, "https://x/1", 0xABC),

@@ -14,48 +14,55 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    its sentences and of its sample (4 + 4), key length (2), key
     name:{s.<prefix>}      STRING  sentence bucket for the leading ``sentence_bits`` of the
                                    sentence hash: per page recorded under a sentence (at most
-                                   SENTENCE_HOLDERS), the hash (8), the page's fingerprint (8)
-                                   and its ordinal among the page records of that fingerprint (1)
+                                   SENTENCE_HOLDERS), the hash's low 6 bytes, the page's
+                                   fingerprint (8) and its ordinal among the page records of
+                                   that fingerprint (1)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
 
 This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
 fingerprints within distance k share the leading prefix of at least one table, so a query only
 reads its own bucket in each table.  Every bucket has its own hash tag (``{f0.1a2b}``), so on
 a Redis Cluster the buckets spread over all slots and nodes: memory and load split with the
-nodes.  Buckets are strings of packed records (8-byte-free: a 6-byte fingerprint record costs
-6 bytes), rewritten whole by a one-key script so that they keep their exact size.
+nodes.  Buckets are strings of packed records, rewritten whole by the scripts so that they
+keep their exact size.
 
-Check-and-add, on the crawler (the Hamming distances with numpy, the rules of
-:mod:`nearDupe.store.base`; Redis only stores):
+Check-and-add: Redis stores and leases; the crawler computes (Hamming distances with numpy,
+the rules of :mod:`nearDupe.store.base`).  Each step is one Lua call per node holding some of
+the page's buckets (flag ``allow-cross-slot-keys``), all sent in one pipeline; the steps of
+concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pipes`):
 
-1. Lease the page's buckets, all or none: its bucket in every table and the sentence bucket
-   of each of its sentences (``SET <bucket>:lease <token> NX PX lease``, then GET the lease
-   and the bucket; one pipeline, grouped per node).  If any lease is another's, release ours
-   (token-checked) and try again after 1-20 ms (jittered, doubling).
+1. Lease, all or none per node: the page's bucket in every table and the sentence bucket of
+   each of its sentences (``SET <bucket>:lease <token> NX PX lease`` for each; if one is
+   another token's, the script ends the leases it just took and answers "busy"), and read
+   them.  If any node was busy, end ours there (token-checked) and try again after 1-20 ms
+   (jittered, doubling): nobody holds some leases while waiting for others.
 2. From the buckets: the stored fingerprints within k and the pages recorded under the
-   query's sentences; GET their page buckets (one pipeline).  Decide with base.py's rules.
-3. A match: release the leases; return it.  New: append the page record to its page bucket
-   (a script; it returns the record's ordinal), then, one script per leased bucket, append
-   the fingerprint record / sentence records and end the lease, only if the lease still
-   holds our token.
+   query's sentences; read their page buckets (one call per node).  Decide.
+3. A match: end the leases (token-checked); return it.  New: on the node of the page's page
+   bucket, one script checks that every lease there is still this token's, appends the page
+   record (returning its ordinal among its fingerprint's records), raises the counter if it
+   lives there, appends the fingerprint and sentence records and ends the leases; then the
+   same on every other node (writing nothing on a node where a lease is no longer ours).
 
 Why this is exact: two pages within k share a table bucket, and two pages a sentence match
 can join share a sentence (a query leases the buckets of all its sentences; a page is recorded
-under some of them), so two such checks both need one lease: the second reads the bucket after
-the first's writes, which end its lease.  The page record is written (and acknowledged)
-before the fingerprint that leads to it.  A crawler stalled past its lease (``lease_seconds``,
-default LEASE_SECONDS) finds at step 3 that its lease is gone (the script writes nothing
-then), removes what it wrote, and starts again from step 1.  A retried check whose earlier
-attempt did write finds its own page (same fingerprint and key at distance 0): it is
-reported as new and its missing records are completed.
+under some of them), so two such checks both need one lease: the second reads that bucket only
+after the first's writes, which end its lease.  The page record is acknowledged before any
+fingerprint leading to it is written.  A crawler stalled past its lease (``lease_seconds``,
+default LEASE_SECONDS) finds at step 3 that a lease is gone, starts again from step 1 and, if
+it now finds a match, removes what it wrote.  A retried check whose earlier attempt did write
+finds its own page (same fingerprint and key at distance 0): it is reported as new and its
+missing records are completed (records are never appended twice).  A page with many
+sentences leases many buckets: the cost of a check grows with them (~2 Redis calls each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
-with exponential backoff (50 ms doubling) for ``retry_seconds`` (default 2 s; each attempt is
-cut by a socket timeout of at most that much, so a hung Redis costs a call at most about twice
-``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is raised (also when a
-bucket stays leased by others for twice ``lease_seconds``).  The plugin keeps the item, queues
-the page locally and checks-and-adds the queue, in order, once Redis answers again
-(``NearDupePipeline._replay_backlog``).  The counter may miss a page whose reply was lost.
+with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
+each attempt is cut by a socket timeout of at most that much, so a hung Redis costs a call at
+most about three times ``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is
+raised (also when a bucket stays leased by others for twice ``lease_seconds``).  The plugin
+keeps the item, queues the page locally and checks-and-adds the queue, in order, once Redis
+answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
+(resharding) is retried like a connection error.
 
 An index of format 2 (one hash tag ``{name}`` for every key) is refused at open with the
 command that rebuilds it: ``scrapy neardupe migrate-redis``.

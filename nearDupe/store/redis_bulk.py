@@ -11,7 +11,12 @@ import numpy as np
 from nearDupe.shorttext import Sentences, letters
 from nearDupe.store.base import recorded
 from nearDupe.store.redis_open import RedisIndex
-from nearDupe.store.redis_records import page_record, page_records, sentence_records
+from nearDupe.store.redis_records import (
+    page_record,
+    page_records,
+    sentence_bytes,
+    sentence_records,
+)
 
 #: Keys a bulk load writes per script call (one node's).
 CHUNK = 5_000
@@ -64,7 +69,8 @@ class RedisBulkIndex(RedisIndex):
                 writes[self.layout.bucket_key(t, prefix)] = raw[rows].tobytes()
         nth: dict[int, int] = {}
         records: list[bytes] = []
-        sampled: list[tuple[int, int, int]] = []
+        sampled: list[tuple[bytes, int, int]] = []
+        hashes: list[int] = []
         for i, fp in enumerate(fps.tolist()):
             page = sentences[i] if sentences is not None else ()
             sample = recorded(page)
@@ -72,13 +78,14 @@ class RedisBulkIndex(RedisIndex):
             sig = signatures[i] if signatures is not None else None
             total = totals[i] if totals is not None else letters(page)
             records.append(page_record(fp, keys[i], sig, total, letters(sample)))
-            sampled += [(h, fp, n) for h, _ in sample]
+            sampled += [(sentence_bytes(h), fp, n) for h, _ in sample]
+            hashes += [h for h, _ in sample]
         for prefix, rows in _groups(fps >> np.uint64(self.layout.page_shift)):
             writes[f"{self.name}:{{p.{prefix:x}}}"] = b"".join(records[r] for r in rows)
         if sampled:
             table = np.array(sampled, dtype=sentence_records(b"").dtype)
             shift = np.uint64(self.layout.sentence_shift)
-            for prefix, rows in _groups(table["sentence"].astype(np.uint64) >> shift):
+            for prefix, rows in _groups(np.array(hashes, dtype=np.uint64) >> shift):
                 writes[self.layout.sentence_key(prefix << int(shift))] = table[rows].tobytes()
         for group in await self.pipes.by_node(writes):
             for start in range(0, len(group), CHUNK):

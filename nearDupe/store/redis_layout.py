@@ -27,10 +27,11 @@ MIGRATE_COMMAND = "scrapy neardupe migrate-redis"
 #: Largest bucket prefix: tables with longer prefixes (10-, 16-, 20-table designs) are cut
 #: here so that a bucket holds several fingerprints instead of costing one key per page.
 MAX_BUCKET_BITS = 20
-#: Prefix bits of the page and sentence buckets: 2^20 keys hold ~10 pages (~1 KB) each at
-#: 10^7 pages, so a key's own ~70 B cost ~7 B a page, and a GET stays one packet.
-PAGE_BITS = 20
-SENTENCE_BITS = 20
+#: Prefix bits of the page and sentence buckets: 2^18 keys hold ~38 pages (~3.7 KB) and
+#: ~150 sentence records (~2.3 KB) each at 10^7 pages, so a key's own cost (~100 B with its
+#: allocation's rounding) is ~5 B a page; at 2^20, 393 B/page were measured at 10^6.
+PAGE_BITS = 18
+SENTENCE_BITS = 18
 
 
 def wanted_layout(design: Design, max_bucket_bits: int) -> dict[str, Any]:

@@ -15,10 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
-
 from nearDupe.errors import StoreUnavailable
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_GET, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_pipes import Pipes
 
 #: Default lease: ~1,000 times a check's ~3 ms p99 under load, and more than a call's
 #: socket timeout (1 s), so only a crawler stalled (or dead) that long loses its leases.
@@ -26,14 +24,6 @@ LEASE_SECONDS = 3.0
 #: First and largest pause between two tries at a busy lease (doubling, with jitter).
 FIRST_WAIT = 0.001
 LONGEST_WAIT = 0.02
-
-SCRIPTS = {
-    "acquire": LUA_ACQUIRE,
-    "commit": LUA_COMMIT,
-    "get": LUA_GET,
-    "set": LUA_SET,
-    "remove": LUA_REMOVE,
-}
 
 
 class LeaseLost(Exception):
@@ -43,79 +33,6 @@ class LeaseLost(Exception):
         super().__init__("lease lost")
         #: The page record's ordinal if it was written before the loss was found.
         self.nth = nth
-
-
-class Pipes:
-    """Pipelined calls on a client (grouped per node on a cluster), scripts by SHA."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.sha: dict[str, str] = {}
-
-    async def load_scripts(self) -> None:
-        """Load the scripts (on every primary of a cluster)."""
-        for name, text in SCRIPTS.items():
-            self.sha[name] = await self.client.script_load(text)
-
-    async def by_node(self, keys: Iterable[str]) -> list[list[str]]:
-        """``keys`` grouped by the node that holds them (one group without a cluster)."""
-        if not self.sha:
-            await self.load_scripts()  # which also learns a cluster's slots
-        locate = getattr(self.client, "get_node_from_key", None)
-        groups: dict[str, list[str]] = {}
-        for key in keys:
-            groups.setdefault(locate(key).name if locate else "", []).append(key)
-        return list(groups.values())
-
-    async def run(self, build: Callable[[Any], object]) -> list[Any]:
-        """One pipeline built by ``build(pipe)``; rebuilt and run again once if Redis lost
-        its scripts (restarted): every command put in one is safe to repeat."""
-        if not self.sha:
-            await self.load_scripts()
-        for tries in (1, 2):
-            pipe = self.client.pipeline(transaction=False)
-            build(pipe)
-            try:
-                return list(await pipe.execute())
-            except NoScriptError:
-                if tries == 2:
-                    raise
-                await self.load_scripts()
-            except ResponseError as exc:
-                if "non local key" not in str(exc):
-                    raise
-                # A slot moved under a script: learn the new map, and retry (transient).
-                await self.client.nodes_manager.initialize()
-                raise ClusterDownError(str(exc)) from exc
-        raise AssertionError("unreachable")
-
-    def script(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
-        """Queue a script call on ``pipe`` (as a raw command: redis-py's cluster pipeline
-        refuses its ``evalsha`` method, yet routes EVALSHA by its keys)."""
-        pipe.execute_command("EVALSHA", self.sha[name], len(keys), *keys, *args)
-
-    def on_node(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
-        """Queue a script over ``keys`` (all on one node; the first routes it)."""
-        self.script(pipe, name, keys[:1], args)
-
-    async def per_node(self, name: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
-        """One pipeline of script ``name`` per (keys on one node, arguments): the replies."""
-
-        def build(pipe: Any) -> None:
-            for keys, args in calls:
-                self.on_node(pipe, name, keys, args)
-
-        return await self.run(build)
-
-    async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one): one script per node."""
-        groups = await self.by_node(keys)
-        replies = await self.per_node("get", [(group, group) for group in groups])
-        return {
-            key: value
-            for group, values in zip(groups, replies, strict=True)
-            for key, value in zip(group, values, strict=True)
-        }
 
 
 async def acquire(

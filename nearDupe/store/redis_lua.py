@@ -42,6 +42,13 @@ local function record_end(v, i, size)
 end
 
 local function find(v, rec, size)
+  if size > 0 then
+    -- a plain (C) search, kept only where a record starts
+    local i = string.find(v, rec, 1, true)
+    while i and (i - 1) % size ~= 0 do i = string.find(v, rec, i + 1, true) end
+    if i then return i, i + size - 1 end
+    return nil
+  end
   local i = 1
   while i <= #v do
     local e = record_end(v, i, size)

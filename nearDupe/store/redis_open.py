@@ -23,8 +23,9 @@ from nearDupe.store import public_location
 from nearDupe.store.base import IndexHeader
 from nearDupe.store.redis_failures import REFUSALS, TRANSIENT_ERRORS, denied, refusal, retrying
 from nearDupe.store.redis_layout import MAX_BUCKET_BITS, Layout, checked_layout, wanted_layout
-from nearDupe.store.redis_leases import LEASE_SECONDS, Pipes
+from nearDupe.store.redis_leases import LEASE_SECONDS
 from nearDupe.store.redis_lua import LUA_HANDSHAKE
+from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_sites import RedisSites
 
 #: Logged under the store's module name, which logging settings know.

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed
 from nearDupe.store.redis_layout import Layout
-from nearDupe.store.redis_leases import Pipes
-from nearDupe.store.redis_records import PageRecord, page_records, sentence_records
+from nearDupe.store.redis_pipes import Pipes
+from nearDupe.store.redis_records import (
+    PageRecord,
+    page_records,
+    sentence_bytes,
+    sentence_records,
+)
 
 
 def page_keys(layout: Layout, fp: int, sentences: Sentences) -> list[str]:
@@ -68,7 +71,7 @@ def read(
     crowded = set()
     for h, _ in sorted(sentences):
         records = sentence_records(values.get(layout.sentence_key(h), b""))
-        mine = records[records["sentence"] == np.uint64(h)]
+        mine = records[records["sentence"] == sentence_bytes(h)]
         if len(mine) >= SENTENCE_HOLDERS:
             crowded.add(h)
         rows += [(h, int(f), int(n)) for f, n in zip(mine["fp"], mine["nth"], strict=True)]

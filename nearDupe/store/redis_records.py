@@ -20,13 +20,16 @@ RECORD = 1 + FP
 #: Bytes of a page record's head: fingerprint, signature record, the letters of the page's
 #: sentences and of those it is recorded under, key length.
 PAGE_HEAD = FP + RECORD + 2 * LETTERS + LENGTH
+#: Bytes of a sentence hash in its record: the low 48 bits (its bucket's key holds the top
+#: bits, so the two together are the whole hash).
+SENTENCE = 6
 #: Bytes of a sentence record: the sentence hash, the page's fingerprint, and which of the
 #: page records with that fingerprint (0 for the first) in its page bucket.
-SENTENCE_RECORD = FP + FP + 1
+SENTENCE_RECORD = SENTENCE + FP + 1
 #: Most pages one fingerprint can hold (the ordinal of a sentence record is one byte).
 PAGES_PER_FP = 255
 
-_SENTENCE_DTYPE = np.dtype([("sentence", ">u8"), ("fp", ">u8"), ("nth", "u1")])
+_SENTENCE_DTYPE = np.dtype([("sentence", f"S{SENTENCE}"), ("fp", ">u8"), ("nth", "u1")])
 
 
 class PageRecord(NamedTuple):
@@ -77,13 +80,19 @@ def page_records(value: bytes) -> list[PageRecord]:
     return out
 
 
+def sentence_bytes(sentence: int) -> bytes:
+    """A sentence hash as its records hold it."""
+    return sentence.to_bytes(FP, "big")[FP - SENTENCE :]
+
+
 def sentence_record(sentence: int, fp: int, nth: int) -> bytes:
     """A page recorded under one sentence: the hash, the page's fingerprint and ordinal."""
-    return sentence.to_bytes(FP, "big") + fp.to_bytes(FP, "big") + bytes([nth])
+    return sentence_bytes(sentence) + fp.to_bytes(FP, "big") + bytes([nth])
 
 
 def sentence_records(value: bytes) -> np.ndarray:
-    """A sentence bucket's records (fields ``sentence``, ``fp``, ``nth``)."""
+    """A sentence bucket's records (fields ``sentence``: see :func:`sentence_bytes`, ``fp``,
+    ``nth``)."""
     usable = len(value) - len(value) % SENTENCE_RECORD
     return np.frombuffer(value[:usable], dtype=_SENTENCE_DTYPE)
 
