@@ -87,7 +87,12 @@ from nearDupe.store.base import Holder, Match, recorded, sentence_matches, stora
 from nearDupe.store.redis_bulk import RedisBulkIndex
 from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
 from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
-from nearDupe.store.redis_records import SENTENCE_RECORD, page_record, sentence_record
+from nearDupe.store.redis_records import (
+    PAGES_PER_FP,
+    SENTENCE_RECORD,
+    page_record,
+    sentence_record,
+)
 
 
 @dataclass
@@ -206,7 +211,11 @@ class RedisStore(RedisBulkIndex):
         finally:
             # What may now be stored, to remove if a later pass finds this page a copy.
             call.wrote = [(page[0], record, 0)] + [
-                (bucket, r + (b"" if nth is None else bytes([nth])) * ordinal, size)
+                (
+                    bucket,
+                    r + (b"" if nth is None else bytes([min(nth, PAGES_PER_FP)])) * ordinal,
+                    size,
+                )
                 for bucket, (size, ordinal, rs) in writes.items()
                 for r in rs
                 if nth is not None or not ordinal

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -12,9 +13,10 @@ from nearDupe.shorttext import Sentences, letters
 from nearDupe.store.base import recorded
 from nearDupe.store.redis_open import RedisIndex
 from nearDupe.store.redis_records import (
+    PAGES_PER_FP,
+    SENTENCE,
     page_record,
     page_records,
-    sentence_bytes,
     sentence_records,
 )
 
@@ -69,8 +71,8 @@ class RedisBulkIndex(RedisIndex):
                 writes[self.layout.bucket_key(t, prefix)] = raw[rows].tobytes()
         nth: dict[int, int] = {}
         records: list[bytes] = []
-        sampled: list[tuple[bytes, int, int]] = []
-        hashes: list[int] = []
+        # The sentence records as three compact columns (10^7 pages: 4 x 10^7 records).
+        hashes, pages, ordinals = array("Q"), array("Q"), array("B")
         for i, fp in enumerate(fps.tolist()):
             page = sentences[i] if sentences is not None else ()
             sample = recorded(page)
@@ -78,15 +80,23 @@ class RedisBulkIndex(RedisIndex):
             sig = signatures[i] if signatures is not None else None
             total = totals[i] if totals is not None else letters(page)
             records.append(page_record(fp, keys[i], sig, total, letters(sample)))
-            sampled += [(sentence_bytes(h), fp, n) for h, _ in sample]
-            hashes += [h for h, _ in sample]
+            for h, _ in sample:
+                hashes.append(h)
+                pages.append(i)
+                ordinals.append(min(n, PAGES_PER_FP))
         for prefix, rows in _groups(fps >> np.uint64(self.layout.page_shift)):
-            writes[f"{self.name}:{{p.{prefix:x}}}"] = b"".join(records[r] for r in rows)
-        if sampled:
-            table = np.array(sampled, dtype=sentence_records(b"").dtype)
-            shift = np.uint64(self.layout.sentence_shift)
-            for prefix, rows in _groups(np.array(hashes, dtype=np.uint64) >> shift):
-                writes[self.layout.sentence_key(prefix << int(shift))] = table[rows].tobytes()
+            key = self.layout.page_key(prefix << self.layout.page_shift)
+            writes[key] = b"".join(records[r] for r in rows)
+        if hashes:
+            hash_column = np.frombuffer(hashes, dtype=np.uint64)
+            table = np.zeros(len(hash_column), dtype=sentence_records(b"").dtype)
+            low = hash_column.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - SENTENCE :]
+            table["sentence"] = np.ascontiguousarray(low).view(f"S{SENTENCE}").ravel()
+            table["fp"] = fps[np.frombuffer(pages, dtype=np.uint64)]
+            table["nth"] = np.frombuffer(ordinals, dtype=np.uint8)
+            top = self.layout.sentence_shift
+            for prefix, rows in _groups(hash_column >> np.uint64(top)):
+                writes[self.layout.sentence_key(prefix << top)] = table[rows].tobytes()
         for group in await self.pipes.by_node(writes):
             for start in range(0, len(group), CHUNK):
                 chunk = group[start : start + CHUNK]

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 
 from nearDupe.store.redis_layout import LEASE
-from nearDupe.store.redis_records import FP, LENGTH, PAGE_HEAD
+from nearDupe.store.redis_records import FP, LENGTH, PAGE_HEAD, PAGES_PER_FP
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
 _CONSTANTS = {
     "FP": str(FP),
     "LENGTH": str(LENGTH),
     "PAGE_HEAD": str(PAGE_HEAD),
+    "PAGES_PER_FP": str(PAGES_PER_FP),
     "LEASE": f"'{LEASE}'",
 }
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
@@ -119,7 +120,7 @@ while i <= #ARGV do
     local grown = v
     for j = i + 4, i + 3 + n do
       local rec = ARGV[j]
-      if ordinal == '1' then rec = rec .. string.char(nth) end
+      if ordinal == '1' then rec = rec .. string.char(math.min(nth, PAGES_PER_FP)) end
       if not find(v, rec, size) then grown = grown .. rec end
     end
     if #grown > #v then redis.call('SET', key, grown) end

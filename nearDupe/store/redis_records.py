@@ -26,7 +26,8 @@ SENTENCE = 6
 #: Bytes of a sentence record: the sentence hash, the page's fingerprint, and which of the
 #: page records with that fingerprint (0 for the first) in its page bucket.
 SENTENCE_RECORD = SENTENCE + FP + 1
-#: Most pages one fingerprint can hold (the ordinal of a sentence record is one byte).
+#: The largest ordinal a sentence record holds (one byte): the sentences of a 256th page
+#: with one fingerprint (pages the signature tells apart) point to the 256th.
 PAGES_PER_FP = 255
 
 _SENTENCE_DTYPE = np.dtype([("sentence", f"S{SENTENCE}"), ("fp", ">u8"), ("nth", "u1")])
