@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tests.crawl import CrawlResult
 from tests.redis_server import RedisServer, require_redis
 from tests.test_commands import crawl, neardupe
+from tests.test_crawl_redis import PLUGIN_HEADER
 
 __all__ = ["crawl"]  # the module-scoped demo crawl fixture, shared with test_commands
 
@@ -75,3 +77,83 @@ def test_import_into_a_redis_cluster(tmp_path: Path) -> None:
         assert json.loads(imported.stdout)["kept"] == 1
         stats = neardupe(tmp_path, "stats", "--json", *settings, index=cluster.url)
         assert json.loads(stats.stdout)["pages"] == 1
+
+
+_OLD_INDEX = """
+import asyncio, json, sys
+from scrapy.settings import Settings
+from nearDupe._settings import Config
+from nearDupe.store.redis import RedisStore
+
+async def main(url):
+    header = Config.from_settings(Settings({"NEARDUPE_INDEX": url})).header
+    store = RedisStore.from_url(url, header)
+    brief = ((11, 60), (22, 70))
+    assert await store.check_and_add(0x1111111111111111, "https://old/a", 5, brief) is None
+    assert await store.check_and_add(0x2222222222222222, "https://old/b") is None
+    assert await store.check_and_add(0x4444444444444444, "https://old/c", 9) is None
+    copy = await store.check_and_add((0x1111111111111111) ^ 1, "https://old/copy", 5)
+    assert copy is not None and copy.key == "https://old/a"
+    print(json.loads(await store.client.get("{neardupe}:layout"))["format"])
+    await store.close()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_format_2_index_is_refused_then_migrated(tmp_path: Path) -> None:
+    """An index built by the code before format 3 (main's tree, one hash tag) is refused at
+    open with the command that rebuilds it; ``migrate-redis`` rebuilds it, pages and sentence
+    samples included."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from nearDupe.errors import IndexSettingsMismatch
+    from nearDupe.store.redis import RedisStore
+    from tests.test_commands import ROOT
+
+    require_redis()
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "8a8da4e", "nearDupe"], capture_output=True
+    )
+    if archive.returncode:
+        pytest.skip("the format-2 code (commit 8a8da4e) is not in this repository")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    with RedisServer(tmp_path / "redis") as redis:
+        built = subprocess.run(
+            [sys.executable, "-c", _OLD_INDEX, redis.url],
+            env={**os.environ, "PYTHONPATH": str(old)},
+            cwd=old,
+            capture_output=True,
+            text=True,
+        )
+        assert built.returncode == 0 and built.stdout.strip() == "2", built.stderr
+        stats = neardupe(tmp_path, "stats", "--json", index=redis.url)
+        assert stats.returncode == 1
+        assert (
+            "format-2 layout" in stats.stderr and "scrapy neardupe migrate-redis" in stats.stderr
+        )
+        with pytest.raises(IndexSettingsMismatch, match="migrate-redis"):
+            RedisStore.from_url(redis.url, PLUGIN_HEADER)
+
+        migrated = neardupe(tmp_path, "migrate-redis", index=redis.url)
+        assert migrated.returncode == 0, migrated.stderr
+        assert "3 pages" in migrated.stdout
+
+        async def after() -> None:
+            async with RedisStore.from_url(redis.url, PLUGIN_HEADER) as store:
+                assert await store.count() == 3
+                assert sorted(await store.pages()) == [
+                    (0x1111111111111111, "https://old/a", 5),
+                    (0x2222222222222222, "https://old/b", None),
+                    (0x4444444444444444, "https://old/c", 9),
+                ]
+                near = await store.check_and_add((0x2222222222222222) ^ 6, "https://new/b")
+                assert near is not None and near.key == "https://old/b"
+                brief = await store.check_and_add(77, "https://new/a", None, ((11, 60), (22, 70)))
+                assert brief is not None and (brief.key, brief.shared) == ("https://old/a", 1.0)
+
+        asyncio.run(after())

@@ -47,11 +47,9 @@ class Backend:
         if isinstance(store, EmbeddedStore):
             return len(store.index._holders(((sentence, 1),)))
         from nearDupe.store.redis import RedisStore
-        from nearDupe.store.redis_records import sentence_holders
 
         assert isinstance(store, RedisStore)
-        value = await store.client.hget(f"{{{self.name}}}:sentences", sentence.to_bytes(8, "big"))
-        return len(sentence_holders(sentence, value or b""))
+        return len(await store.holders(((sentence, 1),)))
 
     async def drops(self, store: Store) -> list[Drop]:
         """The drops the store remembers, oldest first (as the inspect commands read them)."""

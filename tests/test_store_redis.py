@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -50,33 +51,39 @@ def brute_force(stored: dict[int, str], fp: int, k: int) -> list[Match]:
 # -- layout ----------------------------------------------------------------------------------
 
 
-def test_key_layout_one_hash_tag_packed_records(server: RedisServer) -> None:
+def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> None:
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="crawl-a")
         fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345]
         assert await store.check_and_add(fps[0], "https://x/0") is None
-        assert await store.check_and_add(fps[1], "https://x/1", signature=0xABC) is None
+        brief = ((7 << 50, 40),)
+        assert await store.check_and_add(fps[1], "https://x/1", 0xABC, brief) is None
         client = store.client
         keys = sorted([k.decode() async for k in client.scan_iter(match="*")])
-        assert all(k.startswith("{crawl-a}:") for k in keys)
-        assert {
-            "{crawl-a}:header",
-            "{crawl-a}:layout",
-            "{crawl-a}:count",
-            "{crawl-a}:keys",
-        } <= set(keys)
-        buckets = [k for k in keys if k.count(":") == 2]
+        assert {"{crawl-a}:header", "{crawl-a}:layout", "{crawl-a}:count"} <= set(keys)
+        buckets = [k for k in keys if k.startswith("crawl-a:{f")]
         assert len(buckets) == 2 * len(store.design.tables)
+        assert not [k for k in keys if k.endswith(":lease")]  # every lease ended
         for fp in fps:
-            for key in store.bucket_keys(fp):
+            for key, _prefix, record in store.layout.buckets(fp):
                 assert await client.type(key) == b"string"
-                assert fp.to_bytes(8, "big") in await client.get(key)
-        records = [await client.hget("{crawl-a}:keys", fp.to_bytes(8, "big")) for fp in fps]
-        assert records == [
-            bytes(9) + b"\0\0\0\x0bhttps://x/0",
-            b"\x01" + (0xABC).to_bytes(8, "big") + b"\0\0\0\x0bhttps://x/1",
+                assert await client.get(key) == record and len(record) == 6
+        pages = [await client.get(store.layout.page_key(fp)) for fp in fps]
+        assert pages == [
+            fps[0].to_bytes(8, "big") + bytes(9 + 8) + b"\0\x0bhttps://x/0",
+            (12345).to_bytes(8, "big")
+            + b"\x01"
+            + (0xABC).to_bytes(8, "big")
+            + (40).to_bytes(4, "big") * 2
+            + b"\0\x0bhttps://x/1",
         ]
+        sentence = await client.get(store.layout.sentence_key(7 << 50))
+        assert sentence == (7 << 50).to_bytes(8, "big")[2:] + (12345).to_bytes(8, "big") + b"\0"
         assert await client.get("{crawl-a}:count") == b"2"
+        assert sorted(await store.pages()) == [
+            (12345, "https://x/1", 0xABC),
+            (fps[0], "https://x/0", None),
+        ]
         await store.close()
 
     asyncio.run(body())
@@ -90,8 +97,9 @@ def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
         assert await b.check_and_add(99, "b") is None
         assert await a.query(99) == [Match("a", 99, 0)]
         assert await b.query(99) == [Match("b", 99, 0)]
-        # Deleting one index's keys ({b}:*) leaves the other's alone.
+        # Deleting one index's keys ({b}:* and b:*) leaves the other's alone.
         b_keys = [key async for key in b.client.scan_iter(match="{b}:*")]
+        b_keys += [key async for key in b.client.scan_iter(match="b:*")]
         assert b_keys and await b.client.delete(*b_keys) == len(b_keys)
         assert await a.count() == 1 and await a.query(99) == [Match("a", 99, 0)]
         await a.close()
@@ -132,7 +140,7 @@ def test_add_many_bulk_load(server: RedisServer) -> None:
         rng = random.Random(5)
         fps = [rng.getrandbits(64) for _ in range(3000)]
         keys = [f"k{i}" for i in range(len(fps))]
-        await store.add_many(fps, keys, chunk=700)
+        await store.add_many(fps, keys)
         assert await store.count() == len(fps)
         stored = dict(zip(fps, keys, strict=True))
         for fp in rng.sample(fps, 200):
@@ -147,28 +155,34 @@ def test_add_many_bulk_load(server: RedisServer) -> None:
 # -- failures --------------------------------------------------------------------------------
 
 
-def test_lost_reply_is_not_a_duplicate_of_itself(server: RedisServer) -> None:
-    """The script ran but the reply was lost: the retry recognises its own insert."""
+def test_lost_reply_is_not_a_duplicate_of_itself(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writes ran but the reply was lost: the retry recognises its own page."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    calls = 0
+
+    async def reply_lost(*args: object) -> object:
+        nonlocal calls
+        calls += 1
+        done = await real(*args)  # type: ignore[arg-type]
+        if calls == 1:
+            raise RedisConnectionError("connection reset after the writes ran")
+        return done
 
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="lost")
-        real = store._check_and_add
-        calls = 0
-
-        async def reply_lost(keys: list[object], args: list[object]) -> object:
-            nonlocal calls
-            calls += 1
-            result = await real(keys, args)
-            if calls == 1:
-                raise RedisConnectionError("connection reset after the script ran")
-            return result
-
-        store._check_and_add = reply_lost  # type: ignore[assignment]
-        assert await store.check_and_add(777, "https://first") is None
+        monkeypatch.setattr(redis_module, "commit", reply_lost)
+        brief = ((5 << 40, 60),)
+        assert await store.check_and_add(777, "https://first", None, brief) is None
         assert calls == 2
-        store._check_and_add = real
+        monkeypatch.setattr(redis_module, "commit", real)
         assert await store.check_and_add(777, "https://second") == Match("https://first", 777, 0)
         assert await store.count() == 1
+        assert len(await store.holders(brief)) == 1  # recorded once under its sentence
+        assert len(await store.pages()) == 1
         await store.close()
 
     asyncio.run(body())
@@ -277,23 +291,27 @@ def test_unreachable_at_open_checks_header_on_first_use(tmp_path: Path) -> None:
 # -- many processes at once --------------------------------------------------------------------
 
 
+Variant = tuple[int, tuple[tuple[int, int], ...]]  # fingerprint, sentences
+
+
 def _crawler(
-    url: str, worker: int, clusters: list[list[int]], tasks: int, cluster: bool = False
+    url: str, worker: int, groups: list[list[Variant]], tasks: int, cluster: bool = False
 ) -> list[tuple]:
-    """One crawler process: ``tasks`` concurrent clients submit every copy of every article."""
+    """One crawler process: ``tasks`` concurrent clients submit every copy of every page."""
 
     async def main() -> list[tuple]:
         store = RedisStore.from_url(
-            url, IndexHeader(), name="race", max_connections=tasks, cluster=cluster
+            url, IndexHeader(), name="race", max_connections=2 * tasks, cluster=cluster
         )
-        jobs = [(c, v) for c, variants in enumerate(clusters) for v in range(len(variants))]
+        jobs = [(c, v) for c, variants in enumerate(groups) for v in range(len(variants))]
         random.Random(worker).shuffle(jobs)
         results: list[tuple] = []
 
         async def client(part: list[tuple[int, int]]) -> None:
             for c, v in part:
                 key = f"w{worker}-c{c}-v{v}"
-                match = await store.check_and_add(clusters[c][v], key)
+                fp, sentences = groups[c][v]
+                match = await store.check_and_add(fp, key, None, sentences)
                 results.append((c, key, None if match is None else match.key))
 
         await asyncio.gather(*(client(jobs[i::tasks]) for i in range(tasks)))
@@ -305,8 +323,10 @@ def _crawler(
 
 @pytest.mark.parametrize("topology", ["node", "cluster"])
 def test_processes_racing_keep_exactly_one_copy_per_article(topology: str, tmp_path: Path) -> None:
-    """3 processes x 16 clients submit every copy of 150 articles at once: exactly one copy
-    of each is kept, every other names it, on one node and on a 3-node Redis Cluster."""
+    """8 processes x 4 clients submit every copy of 100 articles (8 copies within distance 3
+    of each other) and of 40 short pages (4 copies with other fingerprints and the same
+    sentences) at once: exactly one copy of each is kept, every other names it, nothing is
+    lost; on one node and on a 3-node Redis Cluster."""
     with ExitStack() as stack:
         if topology == "node":
             server = RedisServer(tmp_path / "redis", extra=("--appendfsync", "everysec"))
@@ -316,26 +336,31 @@ def test_processes_racing_keep_exactly_one_copy_per_article(topology: str, tmp_p
         _race(url, cluster=topology == "cluster")
 
 
-def _race(url: str, cluster: bool) -> None:
+def _race(url: str, cluster: bool, processes: int = 8) -> None:
     rng = random.Random(2024)
     bases: list[int] = []
-    while len(bases) < 150:
+    while len(bases) < 100 + 4 * 40:
         fp = rng.getrandbits(64)
         if all((fp ^ b).bit_count() >= 10 for b in bases):
             bases.append(fp)
-    clusters = []
-    for base in bases:
+    groups: list[list[Variant]] = []
+    for base in bases[:100]:
         bits = rng.sample(range(64), 3)  # every subset of 3 fixed bits: pairwise distance <= 3
-        clusters.append(
-            [flip(base, *(b for j, b in enumerate(bits) if m >> j & 1)) for m in range(8)]
+        groups.append(
+            [(flip(base, *(b for j, b in enumerate(bits) if m >> j & 1)), ()) for m in range(8)]
         )
+    for g in range(40):
+        brief = ((rng.getrandbits(64), 60), (rng.getrandbits(64), 70))
+        groups.append([(bases[100 + 4 * g + v], brief) for v in range(4)])
 
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(3) as pool:
-        per_process = pool.starmap(_crawler, [(url, w, clusters, 16, cluster) for w in range(3)])
+    with ctx.Pool(processes) as pool:
+        per_process = pool.starmap(
+            _crawler, [(url, w, groups, 4, cluster) for w in range(processes)]
+        )
     results = [r for rs in per_process for r in rs]
-    assert len(results) == 3 * 8 * len(clusters)
-    kept: dict[int, list[str]] = {c: [] for c in range(len(clusters))}
+    assert len(results) == processes * sum(len(g) for g in groups)
+    kept: dict[int, list[str]] = {c: [] for c in range(len(groups))}
     for c, key, match in results:
         if match is None:
             kept[c].append(key)
@@ -345,19 +370,86 @@ def _race(url: str, cluster: bool) -> None:
     for c, _key, match in results:
         assert match is None or match == kept[c][0]
 
-    async def count() -> int:
+    async def stored() -> tuple[int, set[str]]:
         store = RedisStore.from_url(url, IndexHeader(), name="race", cluster=cluster)
-        n = await store.count()
+        n, pages = await store.count(), {key for _, key, _ in await store.pages()}
         await store.close()
-        return n
+        return n, pages
 
-    assert asyncio.run(count()) == len(clusters)
+    assert asyncio.run(stored()) == (len(groups), {keys[0] for keys in kept.values()})
+
+
+# -- the lease protocol, interleaved ------------------------------------------------------------
+
+
+def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crawler A leases its buckets, reads them, then stalls before writing. Crawler B, with a
+    near copy, waits for A's leases to expire, then keeps its page. A wakes: its write finds
+    the lease gone and writes nothing; A starts again and reports B's page."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    stall, stalled = asyncio.Event(), asyncio.Event()
+
+    async def stalling(pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str):  # type: ignore[no-untyped-def]
+        if page[1].endswith(b"https://a") and not stall.is_set():
+            stalled.set()
+            await stall.wait()
+        return await real(pipes, page, keys, writes, token, count)
+
+    async def body() -> None:
+        a = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
+        b = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
+        monkeypatch.setattr(redis_module, "commit", stalling)
+        first = asyncio.create_task(a.check_and_add(1 << 40, "https://a"))
+        await stalled.wait()
+        started = time.monotonic()
+        assert await b.check_and_add(flip(1 << 40, 2), "https://b") is None
+        assert 0.3 < time.monotonic() - started < 2.0  # waited for A's leases to expire
+        stall.set()
+        assert await first == Match("https://b", flip(1 << 40, 2), 1)
+        assert await a.count() == 1
+        assert [key for _, key, _ in await a.pages()] == ["https://b"]
+        leases = [k async for k in a.client.scan_iter(match="*:lease")]
+        assert leases == []
+        await a.close()
+        await b.close()
+
+    asyncio.run(body())
+
+
+def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
+    """A check that finds one of its buckets leased holds none of the others while it waits
+    (so it blocks nobody); a release ends only its own token's leases."""
+    from nearDupe.store.redis_leases import acquire, release
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="leases", lease_seconds=5)
+        pipes, keys = store.pipes, store.bucket_keys(1 << 40)
+        await acquire(pipes, keys[:1], b"holder", lease_seconds=5)
+        waiting = asyncio.create_task(acquire(pipes, keys, b"waiter", lease_seconds=5))
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+            held = [await store.client.get(k + ":lease") for k in keys]
+            assert held == [b"holder", None, None, None]
+        await release(pipes, keys, b"waiter")  # not the holder's: nothing ends
+        assert await store.client.get(keys[0] + ":lease") == b"holder"
+        await release(pipes, keys[:1], b"holder")
+        values, _ = await asyncio.wait_for(waiting, 2)
+        assert values == dict.fromkeys(keys, b"")
+        assert [await store.client.get(k + ":lease") for k in keys] == [b"waiter"] * 4
+        assert 0 < await store.client.pttl(keys[1] + ":lease") <= 5000
+        await store.close()
+
+    asyncio.run(body())
 
 
 # -- Redis Cluster ---------------------------------------------------------------------------
 
 
-def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
+def test_redis_cluster_spreads_one_index_over_every_node(tmp_path: Path) -> None:
     with RedisCluster(tmp_path / "cluster") as cluster:
 
         async def body() -> None:
@@ -366,7 +458,6 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                 RedisStore.from_url(cluster.url, IndexHeader(), name=n, cluster=True)
                 for n in ("alpha", "beta", "gamma")
             ]
-            slots = set()
             for store in stores:
                 stored: dict[int, str] = {}
                 for i in range(100):
@@ -383,13 +474,15 @@ def test_redis_cluster_one_slot_per_index(tmp_path: Path) -> None:
                 copy = await store.check_and_add(rng.getrandbits(64), "copy", None, brief)
                 assert copy is not None and (copy.key, copy.shared) == ("brief", 1.0)
                 assert await store.count() == 101
-                index_slots = {store.client.keyslot(k) for k in store.bucket_keys(fp)}
-                index_slots.add(store.client.keyslot(f"{{{store.name}}}:keys"))
-                index_slots.add(store.client.keyslot(f"{{{store.name}}}:sentences"))
-                assert len(index_slots) == 1
-                slots |= index_slots
+                # Its buckets, page and sentence buckets: on every node, in many slots.
+                nodes = {}
+                async for raw in store.client.scan_iter(match=f"{store.name}:{{*"):
+                    key = raw.decode()
+                    nodes.setdefault(store.client.get_node_from_key(key).name, set()).add(key)
+                assert len(nodes) == 3, nodes.keys()
+                for keys in nodes.values():  # fingerprint and page buckets on each
+                    assert {k.split(":{")[1][0] for k in keys} >= {"f", "p"}
                 await store.close()
-            assert len(slots) == 3  # three crawls, three slots (here on three nodes)
             with pytest.raises(IndexSettingsMismatch):
                 RedisStore.from_url(
                     cluster.url, IndexHeader(design="4-table", k=3, bits=64, format=99),

@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "clusters": "write groups of near-duplicate pages as JSON lines, biggest first",
     "report": "write a self-contained HTML report with plots",
     "import": "build or extend the index from a crawl's JSON-lines output",
+    "migrate-redis": "rebuild a Redis index of format 2 (one slot) in the current layout",
 }
 
 
@@ -38,11 +39,13 @@ class NearDupeCommand(ScrapyCommand):
 
     def syntax(self) -> str:
         """Usage after ``scrapy neardupe``."""
-        return "{stats|check URL_OR_FILE|clusters|report|import FEED.jsonl} [options]"
+        return (
+            "{stats|check URL_OR_FILE|clusters|report|import FEED.jsonl|migrate-redis} [options]"
+        )
 
     def short_desc(self) -> str:
         """One line for ``scrapy -h``."""
-        return "Inspect the nearDupe index: stats, check, clusters, report, import"
+        return "Inspect the nearDupe index: stats, check, clusters, report, import, migrate-redis"
 
     def long_desc(self) -> str:
         """The help text."""
@@ -111,7 +114,7 @@ class NearDupeCommand(ScrapyCommand):
         if len(operands) != wanted:
             raise UsageError(f"{name} takes {wanted or 'no'} argument{'s' if wanted != 1 else ''}")
         try:
-            getattr(self, f"_{name}")(config, opts, *operands)
+            getattr(self, f"_{name.replace('-', '_')}")(config, opts, *operands)
         except NearDupeError as exc:
             print(f"nearDupe: {exc}", file=sys.stderr)
             self.exitcode = 1
@@ -180,6 +183,19 @@ class NearDupeCommand(ScrapyCommand):
         output = Path(opts.output or "report.html")
         output.write_text(html, encoding="utf-8")
         print(f"report written to {output}", file=sys.stderr)
+
+    def _migrate_redis(self, config: Config, opts: argparse.Namespace) -> None:
+        from nearDupe.store.redis_migrate import migrate
+
+        if not config.is_redis:
+            raise UsageError("migrate-redis rebuilds a Redis index: NEARDUPE_INDEX=redis://...")
+        moved = asyncio.run(
+            migrate(
+                config.index, config.header, name=config.index_name, cluster=config.redis_cluster
+            )
+        )
+        print(f"{moved} pages of Redis index {config.index_name!r} at {config.public_index} "
+              "rebuilt in the current layout")  # fmt: skip
 
     def _import(self, config: Config, opts: argparse.Namespace, feed_name: str) -> None:
         from nearDupe.commands import importer

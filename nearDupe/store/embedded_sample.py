@@ -27,7 +27,7 @@ from xxhash import xxh3_64
 
 from nearDupe.sample_index import Run, SampleIndex
 from nearDupe.shorttext import Sentences
-from nearDupe.store.base import SKETCH_SENTENCES, Holder, Sketch, sketch_of
+from nearDupe.store.base import Holder, Sketch, sketch_of_hashes
 from nearDupe.store.embedded_sqlite import layout_error, meta, set_meta, to_unsigned
 
 #: Logged under the index's module name, which logging settings know.
@@ -185,7 +185,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         db.executemany(
             "UPDATE pages SET letters = ?, sketched = ?, tails = ?, sample = ? WHERE id = ?",
             (
-                (*_old_sketch(n, hashes), pack(tuple(sorted(hashes))), i)
+                (*sketch_of_hashes(n, hashes), pack(tuple(sorted(hashes))), i)
                 for i, (n, hashes) in pages.items()
             ),
         )
@@ -193,12 +193,3 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         set_meta(db, "sample_rows", "0")  # a sample snapshot, if any, misses these pages
         logger.info("Index %s: moved the sentences of %d pages into their rows", path, len(pages))
     db.commit()
-
-
-def _old_sketch(page_letters: int, hashes: set[int]) -> Sketch:
-    """The sketch of a page the sentences table held (a page under 500 letters, recorded under
-    all its sentences, with their letters in total only): exact up to SKETCH_SENTENCES
-    sentences, its sketched letters in proportion above."""
-    chosen = sorted(hashes)[:SKETCH_SENTENCES]
-    tails = sketch_of(tuple((h, 0) for h in chosen)).tails
-    return Sketch(page_letters, page_letters * len(chosen) // len(hashes), tails)

@@ -1,76 +1,115 @@
 """One near-duplicate index shared by many crawler processes and machines, kept in Redis.
 
-Key layout (``name`` defaults to ``neardupe``; every key carries the hash tag ``{name}``)::
+Key layout (format 3; ``name`` defaults to ``neardupe``)::
 
-    {name}:header        STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
-    {name}:layout        STRING  JSON {"format", "bucket_bits"}: how the buckets below are cut
-    {name}:count         STRING  INCR counter: pages stored
-    {name}:keys          HASH    8-byte big-endian fingerprint -> its pages, one entry each: a
-                                 9-byte signature record (a flag byte, 1 if a signature follows,
-                                 then 8 bytes big-endian), the key's length (4 bytes), the key
-    {name}:sentences     HASH    8-byte sentence hash -> the short pages that have it (at most
-                                 SENTENCE_HOLDERS), one entry each: 8-byte fingerprint, the
-                                 page's sentence letters (4 bytes), the key's length (4), the key
-    {name}:<t>:<prefix>  STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of the
-                                 fingerprint permuted by table t (hex): the fingerprints (8 bytes
-                                 each, big-endian, unpermuted) appended one after another
+    {name}:header          STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
+    {name}:layout          STRING  JSON {"format": 3, "bucket_bits", "page_bits", "sentence_bits"}
+    {name}:count           STRING  INCR counter: pages stored
+    {name}:drops           LIST    the last DROP_LOG_LIMIT drops
+    name:{f<t>.<prefix>}   STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of
+                                   the fingerprint permuted by table t (hex): per fingerprint,
+                                   its permuted bits below the prefix (6 bytes at 16 or 20 bits)
+    name:{p.<prefix>}      STRING  page bucket for the leading ``page_bits`` of the fingerprint:
+                                   per page, fingerprint (8), signature record (9), its sketch's
+                                   letters (4 + 4) and tail count (1), the length (2) of its
+                                   tails (base.Sketch) and key, which follow
+    name:{s.<prefix>}      STRING  sentence bucket for the leading ``sentence_bits`` of the
+                                   sentence hash: per page recorded under a sentence (at most
+                                   SENTENCE_HOLDERS), the hash's low 6 bytes, the page's
+                                   fingerprint (8) and its ordinal among the page records of
+                                   that fingerprint (1)
+    <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
 
 This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
 fingerprints within distance k share the leading prefix of at least one table, so a query only
-reads its own bucket in each table.  Fingerprints are 8-byte binary records, never sorted-set
-scores (doubles lose 64-bit integers above 2**53).  A bucket is one string of packed records
-rather than a Redis SET: 8 bytes per fingerprint per table instead of ~50-60 (a SET of strings
-is a hash table on Redis < 7.2), and one GET hands the whole bucket to Lua.
+reads its own bucket in each table.  Every bucket has its own hash tag (``{f0.1a2b}``), so on
+a Redis Cluster the buckets spread over all slots and nodes: memory and load split with the
+nodes.  Buckets are strings of packed records, rewritten whole by the scripts so that they
+keep their exact size.
 
-Check-and-insert is ONE Lua script (EVALSHA): it scans the query's bucket in every table,
-computes Hamming distances on two 32-bit halves with Redis Lua's ``bit`` library, and either
-returns the nearest stored page whose fingerprint and confirmation-signature distances to the
-query's add up to at most ``confirm_k``, or failing that the stored short
-page sharing the most of the query's sentences, or appends the fingerprint to every bucket (if
-new), its page's entry to it and to its sentences.
-Scripts run atomically, so two processes meeting copies of one article at the same time keep
-exactly one.
+Check-and-add: Redis stores and leases; the crawler computes (Hamming distances with numpy,
+the rules of :mod:`nearDupe.store.base`).  Each step is one Lua call per node holding some of
+the page's buckets (flag ``allow-cross-slot-keys``), all sent in one pipeline; the steps of
+concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pipes`):
 
-Redis Cluster: the hash tag puts every key of one index in ONE slot, so the script (which
-touches keys computed from the fingerprint) runs on one node.  One index therefore lives on
-one primary: its capacity is that node's memory (roughly 100-200 bytes per page, mostly the
-URL; see benchmarks/redis_bench.py), and its throughput is one Redis core.  Shard several crawls
-over a cluster by giving each its own ``name``.
+1. Lease, all or none per node: the page's bucket in every table and the sentence bucket of
+   each of its sentences (``SET <bucket>:lease <token> NX PX lease`` for each; if one is
+   another token's, the script ends the leases it just took and answers "busy"), and read
+   them.  If any node was busy, end ours there (token-checked) and try again after 1-20 ms
+   (jittered, doubling): nobody holds some leases while waiting for others.
+2. From the buckets: the stored fingerprints within k and the pages recorded under the
+   query's sentences; read their page buckets (one call per node).  Decide.
+3. A match: end the leases (token-checked); return it.  New: on the node of the page's page
+   bucket, one script checks that every lease there is still this token's, appends the page
+   record (returning its ordinal among its fingerprint's records), raises the counter if it
+   lives there, appends the fingerprint and sentence records and ends the leases; then the
+   same on every other node (writing nothing on a node where a lease is no longer ours).
+
+Why this is exact: two pages within k share a table bucket, and two pages a sentence match
+can join share a sentence (a query leases the buckets of all its sentences; a page is recorded
+under some of them), so two such checks both need one lease: the second reads that bucket only
+after the first's writes, which end its lease.  The page record is acknowledged before any
+fingerprint leading to it is written.  A crawler stalled past its lease (``lease_seconds``,
+default LEASE_SECONDS) finds at step 3 that a lease is gone, starts again from step 1 and, if
+it now finds a match, removes what it wrote.  A retried check whose earlier attempt did write
+finds its own page (same fingerprint and key at distance 0): it is reported as new and its
+missing records are completed (records are never appended twice).  A page with many
+sentences leases many buckets: the cost of a check grows with them (~2 Redis calls each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
-with exponential backoff (50 ms doubling) for ``retry_seconds`` (default 2 s; each attempt is
-cut by a socket timeout of at most that much, so a hung Redis costs a call at most about twice
-``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is raised.  The plugin
+with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
+each attempt is cut by a socket timeout of at most that much, so a hung Redis costs a call at
+most about three times ``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is
+raised (also when a bucket stays leased by others for twice ``lease_seconds``).  The plugin
 keeps the item, queues the page locally and checks-and-adds the queue, in order, once Redis
-answers again (``NearDupePipeline._replay_backlog``).  A retried check-and-insert whose first
-attempt did reach Redis finds its own fingerprint under its own key: that is recognised and
-reported as new, not as a duplicate of itself.
+answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
+(resharding) is retried like a connection error.
 
-The index is opened, and its header checked, by :mod:`nearDupe.store.redis_open` (buckets:
-:mod:`~nearDupe.store.redis_layout`; retries and refusals: :mod:`~nearDupe.store.redis_failures`);
-bulk loading and listing are in :mod:`~nearDupe.store.redis_bulk`.
+An index of format 2 (one hash tag ``{name}`` for every key) is refused at open with the
+command that rebuilds it: ``scrapy neardupe migrate-redis``.
+
+Opening and the header: :mod:`~nearDupe.store.redis_open`; key names:
+:mod:`~nearDupe.store.redis_layout`; leases: :mod:`~nearDupe.store.redis_leases`; reading and
+deciding: :mod:`~nearDupe.store.redis_reading`; bulk load and listing:
+:mod:`~nearDupe.store.redis_bulk`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
-
-import redis as redis_sync
 
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog
-from nearDupe.store.base import Holder, Match, sentence_matches, sketch_of, storable_key
-from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_records import (
-    entry,
-    packed_sentences,
-    sentence_entry,
-    sentence_holders,
-    signature_record,
+from nearDupe.store.base import (
+    Holder,
+    Match,
+    recorded,
+    sentence_matches,
+    sketch_of,
+    storable_key,
 )
+from nearDupe.store.redis_bulk import RedisBulkIndex
+from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
+from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
+from nearDupe.store.redis_records import (
+    PAGES_PER_FP,
+    SENTENCE_RECORD,
+    page_record,
+    sentence_record,
+)
+
+
+@dataclass
+class _Call:
+    """One check-and-add across its attempts: its lease token and what it wrote."""
+
+    token: bytes
+    #: (key, record, record size) of each record written, to remove if the call must undo.
+    wrote: list[tuple[str, bytes, int]] = field(default_factory=list)
 
 
 class RedisStore(RedisBulkIndex):
@@ -84,48 +123,125 @@ class RedisStore(RedisBulkIndex):
         """The nearest stored page within k that ``signature`` confirms, else the short page
         sharing the most of ``sentences``; or None after recording the page atomically."""
         key = storable_key(key)
-        fp_bytes = fp.to_bytes(8, "big")
-        record = signature_record(signature)
-        args = [
-            fp_bytes,
-            self.k,
-            key.encode(),
-            "0",
-            record,
-            self.confirm_k,
-            entry(record, key),
-            packed_sentences(sentences),
-            repr(self.sentence_share),
-            sentence_entry(fp, sketch_of(sentences), key),
-        ]
+        call = _Call(os.urandom(8))
 
-        async def attempt(retried: bool) -> Any:
-            await self._ensure_ready()
-            keys = [
-                self._keys_key,
-                self._count_key,
-                self._sentences_key,
-                self._header_key,
-                *self.bucket_keys(fp),
+        async def attempt(retried: bool) -> Match | None:
+            again = retried
+            while True:
+                await self._ensure_ready()
+                try:
+                    return await self._check_once(fp, key, signature, sentences, call, again)
+                except LeaseLost:
+                    again = True
+
+        return await self._retrying("check_and_add", attempt)
+
+    async def _check_once(
+        self,
+        fp: int,
+        key: str,
+        signature: int | None,
+        sentences: Sentences,
+        call: _Call,
+        retried: bool,
+    ) -> Match | None:
+        """One pass of the protocol (see module); raises LeaseLost to be run again."""
+        keys = page_keys(self.layout, fp, sentences)
+        token = call.token
+        values, (headed,) = await acquire(
+            self.pipes,
+            keys,
+            token,
+            lease_seconds=self.lease_seconds,
+            extra=lambda pipe: pipe.exists(self._header_key),
+        )
+        try:
+            if not headed:
+                self._emptied()
+                raise LeaseLost
+            reading = read(self.layout, fp, self.k, sentences, values)
+            await fetch_pages(self.pipes, self.layout, reading)
+            match = self._match(reading, key, signature, sentences, retried)
+        except BaseException:
+            await release(self.pipes, keys, token)
+            raise
+        if match is not None:
+            await self._undo(call)
+            await release(self.pipes, keys, token)
+            return match
+        await self._record(fp, key, signature, sentences, call, keys, reading)
+        return None
+
+    def _match(
+        self,
+        reading: Reading,
+        key: str,
+        signature: int | None,
+        sentences: Sentences,
+        retried: bool,
+    ) -> Match | None:
+        for match in reading.confirmed(signature, self.confirm_k):
+            if retried and match.distance == 0 and match.key == key:
+                return None  # this call's own page, recorded by an earlier attempt
+            return match
+        copies = sentence_matches(sentences, reading.holders(), self.sentence_share)
+        return copies[0] if copies else None
+
+    async def _record(
+        self,
+        fp: int,
+        key: str,
+        signature: int | None,
+        sentences: Sentences,
+        call: _Call,
+        keys: list[str],
+        reading: Reading,
+    ) -> None:
+        """Write the page (its page record first), ending the leases."""
+        sample = recorded(sentences, reading.crowded)
+        record = page_record(fp, key, signature, sketch_of(sentences))
+        page = self.layout.page_key(fp), record
+        writes: Writes = {}
+        for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
+            if not reading.present[t]:
+                writes[bucket] = (self.layout.widths[t], False, [bucket_record])
+        for h, _ in sample:
+            bucket = self.layout.sentence_key(h)
+            head = sentence_record(h, fp, 0)[:-1]  # the script appends the page's ordinal
+            size, _ordinal, heads = writes.get(bucket, (SENTENCE_RECORD, True, []))
+            writes[bucket] = (size, True, [*heads, head])
+        nth: int | None = None
+        try:
+            nth, _added = await commit(self.pipes, page, keys, writes, call.token, self._count_key)
+        except LeaseLost as lost:
+            nth = lost.nth
+            raise
+        finally:
+            # What may now be stored, to remove if a later pass finds this page a copy.
+            call.wrote = [(page[0], record, 0)] + [
+                (
+                    bucket,
+                    r + (b"" if nth is None else bytes([min(nth, PAGES_PER_FP)])) * ordinal,
+                    size,
+                )
+                for bucket, (size, ordinal, rs) in writes.items()
+                for r in rs
+                if nth is not None or not ordinal
             ]
-            args[3] = "1" if retried else "0"
-            try:
-                return await self._check_and_add(keys, args)
-            except redis_sync.ResponseError as exc:
-                if "NO_HEADER" not in str(exc):
-                    raise
-            self._emptied()
-            await self._ensure_ready()
-            return await self._check_and_add(keys, args)
 
-        reply = await self._retrying("check_and_add", attempt)
-        if reply is None:
-            return None
-        found, distance, stored, *shared = reply
-        match = Match(stored.decode(), int.from_bytes(found, "big"), int(distance))
-        if shared:
-            return replace(match, distance=None, shared=round(float(shared[0]), 3))
-        return match
+    async def _undo(self, call: _Call) -> None:
+        """Remove what an earlier pass of this call wrote before its lease expired."""
+        wrote = call.wrote
+        if wrote:
+
+            def build(pipe: Any) -> None:
+                for key, record, size in wrote:
+                    self.pipes.script(pipe, "remove", [key], [record, size])
+
+            removed = await self.pipes.run(build)
+            if int(removed[0]):  # the page record, counted when it was appended
+                await self.client.decr(self._count_key)
+            wrote.clear()
 
     async def query(
         self,
@@ -143,35 +259,31 @@ class RedisStore(RedisBulkIndex):
         if not 0 <= k <= self.design.k:
             raise ValueError(f"k={k} is outside 0..{self.design.k} for design {self.design.name}")
 
-        async def attempt(_retried: bool) -> Any:
+        async def attempt(_retried: bool) -> Reading:
             await self._ensure_ready()
-            keys = [self._keys_key, *self.bucket_keys(fp)]
-            args = [fp.to_bytes(8, "big"), k, signature_record(signature), self.confirm_k]
-            return await self._query(keys, args)
+            values = await self.pipes.get_all(page_keys(self.layout, fp, sentences))
+            reading = read(self.layout, fp, k, sentences, values)
+            await fetch_pages(self.pipes, self.layout, reading)
+            return reading
 
-        reply = await self._retrying("query", attempt)
-        matches = [
-            Match(reply[i + 2].decode(), int.from_bytes(reply[i], "big"), int(reply[i + 1]))
-            for i in range(0, len(reply), 3)
-        ]
-        matches.sort(key=lambda m: (m.distance, m.fingerprint))
+        reading = await self._retrying("query", attempt)
+        matches = reading.confirmed(signature, self.confirm_k)
         if sentences:
-            matches += sentence_matches(
-                sentences, await self.holders(sentences), self.sentence_share
-            )
+            matches += sentence_matches(sentences, reading.holders(), self.sentence_share)
         return matches
 
     async def holders(self, sentences: Sentences) -> list[Holder]:
         """The stored pages recorded under one of ``sentences``."""
-        wanted = [h.to_bytes(8, "big") for h, _ in sentences]
-        values = await self._retrying(
-            "query", lambda _r: self.client.hmget(self._sentences_key, wanted)
-        )
-        return [
-            holder
-            for (h, _), value in zip(sentences, values, strict=True)
-            for holder in sentence_holders(h, value or b"")
-        ]
+
+        async def attempt(_retried: bool) -> list[Holder]:
+            await self._ensure_ready()
+            keys = sorted({self.layout.sentence_key(h) for h, _ in sentences})
+            values = await self.pipes.get_all(keys)
+            reading = read(self.layout, 0, -1, sentences, values)
+            await fetch_pages(self.pipes, self.layout, reading)
+            return reading.holders()
+
+        return await self._retrying("query", attempt)
 
     async def site_template(self, host: str) -> SiteTemplate:
         """See :class:`~nearDupe.store.Store`."""

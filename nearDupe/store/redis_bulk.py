@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from nearDupe.shorttext import Sentences
+from nearDupe.store.base import Sketch, recorded, sketch_of
 from nearDupe.store.redis_open import RedisIndex
-from nearDupe.store.redis_records import entries, entry, signature_record
+from nearDupe.store.redis_records import (
+    PAGES_PER_FP,
+    SENTENCE,
+    page_record,
+    page_records,
+    sentence_records,
+)
+
+#: Keys a bulk load writes per script call (one node's).
+CHUNK = 5_000
 
 
-async def _call(script: Any, keys: list[Any], args: list[Any], _retried: bool) -> Any:
-    """A registered script called with keys and args (retried as one unit by _retrying)."""
-    return await script(keys, args)
+def _groups(prefixes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(prefix, indices) per distinct prefix, the indices in their original order."""
+    order = np.argsort(prefixes, kind="stable")
+    ordered = prefixes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+        yield int(ordered[start]), order[start:stop]
 
 
 class RedisBulkIndex(RedisIndex):
@@ -25,57 +41,78 @@ class RedisBulkIndex(RedisIndex):
         fps: Sequence[int] | np.ndarray,
         keys: Sequence[str],
         signatures: Sequence[int | None] | None = None,
-        *,
-        chunk: int = 5000,
+        sentences: Sequence[Sentences] | None = None,
+        sketches: Sequence[Sketch] | None = None,
     ) -> None:
-        """Record pages unconditionally in bulk, a few big script calls (loading, migration).
+        """Record pages unconditionally into an EMPTY index, in bulk and without leases
+        (loading an index no crawl writes yet, migration): one SET per key (exact-sized, and
+        a retried chunk writes the same again).
 
-        Fingerprints already stored keep their first key and are not counted again.
+        Each page is recorded under its sentences as a check-and-add records it
+        (:func:`~nearDupe.store.base.recorded`; the SENTENCE_HOLDERS cap is not applied).
+        ``sketches``: each page's sketch when ``sentences`` holds only the sentences it was
+        recorded under (a migration).
         """
         fps = np.asarray(fps, dtype=np.uint64)
-        signatures = signatures if signatures is not None else [None] * len(fps)
-        if not len(fps) == len(keys) == len(signatures):
-            raise ValueError(
-                f"{len(fps)} fingerprints, {len(keys)} keys and {len(signatures)} signatures"
-            )
+        if not len(fps) == len(keys) == len(signatures or keys) == len(sentences or keys):
+            raise ValueError("fps, keys, signatures and sentences differ in length")
         if not len(fps):
             return
         await self._retrying("add_many", lambda _r: self._ensure_ready())
-        records = fps.astype(">u8")
-        bucket_keys: list[str] = []
-        bucket_data: list[bytes] = []
-        for t, (prefix, _moves, shift) in enumerate(self._tables):
-            buckets = self.design.permute(t, fps) >> np.uint64(shift)
-            order = np.argsort(buckets, kind="stable")
-            sorted_buckets = buckets[order]
-            raw = records[order].tobytes()
-            starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
-            ends = np.r_[starts[1:], len(order)]
-            for b, s, e in zip(sorted_buckets[starts].tolist(), starts * 8, ends * 8, strict=True):
-                bucket_keys.append(f"{prefix}{b:x}")
-                bucket_data.append(raw[s:e])
-        for start in range(0, len(bucket_keys), chunk):
-            stop = start + chunk
-            await self._retrying(
-                "add_many",
-                partial(_call, self._append, bucket_keys[start:stop], bucket_data[start:stop]),
-            )
-        raw = records.tobytes()
-        fp_bytes = [raw[i : i + 8] for i in range(0, len(raw), 8)]
-        for start in range(0, len(fps), chunk):
-            stop = start + chunk
-            pages = zip(
-                fp_bytes[start:stop], keys[start:stop], signatures[start:stop], strict=True
-            )
-            args = [x for fp, key, sig in pages for x in (fp, entry(signature_record(sig), key))]
-            keys_and_count = [self._keys_key, self._count_key]
-            await self._retrying("add_many", partial(_call, self._add_keys, keys_and_count, args))
+        if int(await self.client.get(self._count_key) or 0):
+            raise ValueError(f"Redis index {self.name!r} at {self.url} is not empty")
+        writes: dict[str, bytes] = {}
+        for t, width in enumerate(self.layout.widths):
+            permuted = self.design.permute(t, fps)
+            shift = np.uint64(64 - self.layout.bucket_bits[t])
+            low = (permuted & ((np.uint64(1) << shift) - np.uint64(1))).astype(">u8")
+            raw = low.view(np.uint8).reshape(-1, 8)[:, 8 - width :]
+            for prefix, rows in _groups(permuted >> shift):
+                writes[self.layout.bucket_key(t, prefix)] = raw[rows].tobytes()
+        nth: dict[int, int] = {}
+        records: list[bytes] = []
+        # The sentence records as three compact columns (10^7 pages: 4 x 10^7 records).
+        hashes, pages, ordinals = array("Q"), array("Q"), array("B")
+        for i, fp in enumerate(fps.tolist()):
+            page = sentences[i] if sentences is not None else ()
+            sample = recorded(page)
+            n = nth[fp] = nth.get(fp, -1) + 1
+            sig = signatures[i] if signatures is not None else None
+            sketch = sketches[i] if sketches is not None else sketch_of(page)
+            records.append(page_record(fp, keys[i], sig, sketch))
+            for h, _ in sample:
+                hashes.append(h)
+                pages.append(i)
+                ordinals.append(min(n, PAGES_PER_FP))
+        for prefix, rows in _groups(fps >> np.uint64(self.layout.page_shift)):
+            key = self.layout.page_key(prefix << self.layout.page_shift)
+            writes[key] = b"".join(records[r] for r in rows)
+        if hashes:
+            hash_column = np.frombuffer(hashes, dtype=np.uint64)
+            table = np.zeros(len(hash_column), dtype=sentence_records(b"").dtype)
+            low = hash_column.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - SENTENCE :]
+            table["sentence"] = np.ascontiguousarray(low).view(f"S{SENTENCE}").ravel()
+            table["fp"] = fps[np.frombuffer(pages, dtype=np.uint64)]
+            table["nth"] = np.frombuffer(ordinals, dtype=np.uint8)
+            top = self.layout.sentence_shift
+            for prefix, rows in _groups(hash_column >> np.uint64(top)):
+                writes[self.layout.sentence_key(prefix << top)] = table[rows].tobytes()
+        for group in await self.pipes.by_node(writes):
+            for start in range(0, len(group), CHUNK):
+                chunk = group[start : start + CHUNK]
+                args = [x for key in chunk for x in (key, writes[key])]
+                await self._retrying("add_many", partial(self._set, [(chunk, args)]))
+        await self._retrying("add_many", lambda _r: self.client.set(self._count_key, len(fps)))
+
+    async def _set(self, calls: list[tuple[list[str], list[Any]]], _retried: bool) -> None:
+        await self.pipes.per_node("set", calls)
 
     async def pages(self) -> list[tuple[int, str, int | None]]:
-        """Every stored (fingerprint, key, signature), in no particular order (HSCAN)."""
+        """Every stored (fingerprint, key, signature), in no particular order (SCAN of the
+        page buckets, on every node of a cluster)."""
         await self._retrying("pages", lambda _r: self._ensure_ready())
-        return [
-            (int.from_bytes(fp, "big"), key, signature)
-            async for fp, value in self.client.hscan_iter(self._keys_key, count=1000)
-            for key, signature in entries(value)
-        ]
+        out = []
+        async for bucket in self.client.scan_iter(match=f"{self.name}:{{p.*", count=1000):
+            value = await self.client.get(bucket)
+            out += [(r.fp, r.key, r.signature) for r in page_records(value or b"")]
+        return out

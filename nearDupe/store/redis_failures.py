@@ -77,12 +77,13 @@ async def retrying(
     url: str,
     retry_seconds: float,
 ) -> T:
-    """Run call(retried), retrying transient errors for up to ``retry_seconds``.
+    """Run call(retried), retrying transient errors for up to ``retry_seconds`` after the
+    first one (time spent waiting for another crawler's leases is not a failure).
 
     Each attempt is bounded by the socket timeouts (at most ``retry_seconds``), so a call
-    gives up after about ``retry_seconds`` plus one socket timeout, even if Redis hangs.
+    gives up after about ``retry_seconds`` plus two socket timeouts, even if Redis hangs.
     """
-    deadline = time.monotonic() + retry_seconds
+    deadline: float | None = None
     delay, attempts = 0.05, 0
     while True:
         attempts += 1
@@ -93,6 +94,8 @@ async def retrying(
         except TRANSIENT_ERRORS as exc:
             if (refused := refusal(exc)) is not None:
                 raise denied(name, url, refused) from None
+            if deadline is None:
+                deadline = time.monotonic() + retry_seconds
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise StoreUnavailable(

@@ -1,4 +1,5 @@
-"""How a Redis index cuts its buckets, and the check of its stored header and layout at open."""
+"""How a Redis index cuts its keys (buckets, page buckets, sentence buckets), and the check of
+its stored header and layout at open."""
 
 from __future__ import annotations
 
@@ -7,23 +8,39 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from nearDupe.designs import Design
+import numpy as np
+
+from nearDupe.designs import BITS, Design
 from nearDupe.errors import IndexSettingsMismatch
-from nearDupe.store.base import FORMAT_VERSION, IndexHeader
+from nearDupe.store.base import IndexHeader
+from nearDupe.store.redis_records import bucket_lows, bucket_record, bucket_width
 
 #: Logged under the store's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.redis")
 
+#: Version of the Redis key layout: 3 spreads the buckets over the cluster's slots; 2 (one
+#: hash tag per index) is refused, to be rebuilt with MIGRATE_COMMAND.
+REDIS_FORMAT = 3
+#: The command that rebuilds a format-2 index into the current layout.
+MIGRATE_COMMAND = "scrapy neardupe migrate-redis"
+
 #: Largest bucket prefix: tables with longer prefixes (10-, 16-, 20-table designs) are cut
 #: here so that a bucket holds several fingerprints instead of costing one key per page.
 MAX_BUCKET_BITS = 20
+#: Prefix bits of the page and sentence buckets: 2^18 keys hold ~38 pages (~3.7 KB) and
+#: ~150 sentence records (~2.3 KB) each at 10^7 pages, so a key's own cost (~100 B with its
+#: allocation's rounding) is ~5 B a page; at 2^20, 393 B/page were measured at 10^6.
+PAGE_BITS = 18
+SENTENCE_BITS = 18
 
 
 def wanted_layout(design: Design, max_bucket_bits: int) -> dict[str, Any]:
     """The layout a new index gets: each table's prefix bits, cut at ``max_bucket_bits``."""
     return {
-        "format": FORMAT_VERSION,
+        "format": REDIS_FORMAT,
         "bucket_bits": [min(t.prefix_bits, max_bucket_bits) for t in design.tables],
+        "page_bits": PAGE_BITS,
+        "sentence_bits": SENTENCE_BITS,
     }
 
 
@@ -46,6 +63,12 @@ def checked_layout(
             name,
             url,
         )
+    if stored_layout.get("format") == REDIS_FORMAT - 1:
+        raise IndexSettingsMismatch(
+            f"Redis index {name!r} at {url} has the format-{REDIS_FORMAT - 1} layout (one "
+            f"Redis slot). Rebuild it into format {REDIS_FORMAT} with: {MIGRATE_COMMAND} "
+            "(with the same NEARDUPE_INDEX and NEARDUPE_INDEX_NAME settings)"
+        )
     problems = header.mismatches(stored_header)
     if problems:
         raise IndexSettingsMismatch(
@@ -53,7 +76,7 @@ def checked_layout(
             f"{'; '.join(problems)}. Open it with its own settings or choose another "
             "index name (NEARDUPE_INDEX_NAME) or Redis database."
         )
-    if stored_layout.get("format") != FORMAT_VERSION or len(
+    if stored_layout.get("format") != REDIS_FORMAT or len(
         stored_layout.get("bucket_bits", [])
     ) != len(design.tables):
         raise IndexSettingsMismatch(
@@ -67,3 +90,81 @@ def checked_layout(
             stored_layout["bucket_bits"],
         )
     return stored_layout
+
+
+class Layout:
+    """The key names of one index and the bucket records of its fingerprints.
+
+    Every bucket carries its own hash tag, so a Redis Cluster spreads them over its slots.
+    """
+
+    def __init__(self, name: str, design: Design, layout: dict[str, Any]) -> None:
+        self.name = name
+        self.design = design
+        self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
+        self.page_shift = BITS - int(layout["page_bits"])
+        self.sentence_shift = BITS - int(layout["sentence_bits"])
+        self.widths = [bucket_width(b) for b in self.bucket_bits]
+        self._tables = [
+            ([tuple(map(int, m)) for m in design.moves(t)], BITS - bits)
+            for t, bits in enumerate(self.bucket_bits)
+        ]
+
+    def bucket_key(self, t: int, prefix: int) -> str:
+        """The key of table t's bucket for a permuted prefix."""
+        return f"{self.name}:{{f{t}.{prefix:x}}}"
+
+    def buckets(self, fp: int) -> list[tuple[str, int, bytes]]:
+        """Per table: ``fp``'s bucket key, the bucket's prefix and fp's record in it."""
+        out = []
+        for t, (moves, shift) in enumerate(self._tables):
+            permuted = 0
+            for src, dst, mask in moves:
+                permuted |= ((fp >> src) & mask) << dst
+            prefix = permuted >> shift
+            low = permuted & ((1 << shift) - 1)
+            out.append((self.bucket_key(t, prefix), prefix, bucket_record(low, self.widths[t])))
+        return out
+
+    def near(
+        self, fp: int, k: int, values: dict[str, bytes]
+    ) -> tuple[list[tuple[int, int]], list[bool]]:
+        """(distance, fingerprint) of each distinct stored fingerprint within k of ``fp`` in
+        its buckets (``values``: key -> bytes), nearest first; and per table whether ``fp``
+        itself is there.
+
+        A bucket's records and ``fp`` share the bucket's prefix, so their distance is that of
+        their permuted low bits: one vectorised pass over every bucket, and only the few
+        within k are unpermuted.
+        """
+        mine = self.buckets(fp)
+        lows, of, present, near = [], [], [], set()
+        for t, (key, _prefix, record) in enumerate(mine):
+            stored = bucket_lows(values.get(key, b""), self.widths[t])
+            lows.append(stored)
+            of.append(np.full(len(stored), int.from_bytes(record, "big"), dtype=np.uint64))
+        every = np.concatenate(lows)
+        distance = np.bitwise_count(every ^ np.concatenate(of))
+        table = np.repeat(np.arange(len(mine)), [len(x) for x in lows])
+        for t in range(len(mine)):
+            present.append(bool(((table == t) & (distance == 0)).any()))
+        for i in np.flatnonzero(distance <= k).tolist():
+            t = int(table[i])
+            permuted = int(every[i]) | (mine[t][1] << self._tables[t][1])
+            original = 0
+            for src, dst, mask in self._tables[t][0]:
+                original |= ((permuted >> dst) & mask) << src
+            near.add((int(distance[i]), original))
+        return sorted(near), present
+
+    def page_key(self, fp: int) -> str:
+        """The key of the page bucket holding the pages of ``fp``."""
+        return f"{self.name}:{{p.{fp >> self.page_shift:x}}}"
+
+    def sentence_key(self, sentence: int) -> str:
+        """The key of the sentence bucket holding the pages recorded under ``sentence``."""
+        return f"{self.name}:{{s.{sentence >> self.sentence_shift:x}}}"
+
+
+#: Suffix of a bucket's lease key (same hash tag, so the same slot and node).
+LEASE = ":lease"

@@ -17,19 +17,15 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from nearDupe.designs import BITS, Design
+from nearDupe.designs import Design
 from nearDupe.errors import IndexAccessDenied, IndexFileError
 from nearDupe.store import public_location
 from nearDupe.store.base import IndexHeader
 from nearDupe.store.redis_failures import REFUSALS, TRANSIENT_ERRORS, denied, refusal, retrying
-from nearDupe.store.redis_layout import MAX_BUCKET_BITS, checked_layout, wanted_layout
-from nearDupe.store.redis_lua import (
-    LUA_ADD_KEYS,
-    LUA_APPEND,
-    LUA_CHECK_AND_ADD,
-    LUA_HANDSHAKE,
-    LUA_QUERY,
-)
+from nearDupe.store.redis_layout import MAX_BUCKET_BITS, Layout, checked_layout, wanted_layout
+from nearDupe.store.redis_leases import LEASE_SECONDS
+from nearDupe.store.redis_lua import LUA_HANDSHAKE
+from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_sites import RedisSites
 
 #: Logged under the store's module name, which logging settings know.
@@ -52,6 +48,7 @@ class RedisIndex:
         url: str = "redis",
         retry_seconds: float = 2.0,
         max_bucket_bits: int = MAX_BUCKET_BITS,
+        lease_seconds: float = LEASE_SECONDS,
         layout: dict[str, Any] | None = None,
     ) -> None:
         if not name or "{" in name or "}" in name:
@@ -63,20 +60,16 @@ class RedisIndex:
         self.k = header.k
         self.confirm_k = header.confirm_k
         self.retry_seconds = retry_seconds
+        self.lease_seconds = lease_seconds
         self.design = Design.named(header.design)
         self._tag = "{" + name + "}"
-        self._keys_key = f"{self._tag}:keys"
-        self._sentences_key = f"{self._tag}:sentences"
         self._drops_key = f"{self._tag}:drops"
         self.sentence_share = header.sentence_share
         self._count_key = f"{self._tag}:count"
         self._header_key = f"{self._tag}:header"
         self._layout_key = f"{self._tag}:layout"
-        self._check_and_add = client.register_script(LUA_CHECK_AND_ADD)
-        self._query = client.register_script(LUA_QUERY)
         self._handshake = client.register_script(LUA_HANDSHAKE)
-        self._add_keys = client.register_script(LUA_ADD_KEYS)
-        self._append = client.register_script(LUA_APPEND)
+        self.pipes = Pipes(client)
         self.sites = RedisSites(client, name)
         wanted = wanted_layout(self.design, max_bucket_bits)
         self._layout_wanted = wanted
@@ -95,6 +88,7 @@ class RedisIndex:
         socket_timeout: float = 1.0,
         max_connections: int | None = None,
         max_bucket_bits: int = MAX_BUCKET_BITS,
+        lease_seconds: float = LEASE_SECONDS,
         **options: Any,
     ) -> Index:
         """Open (creating if new) the index ``name`` at ``url``; checks its header right away.
@@ -122,6 +116,7 @@ class RedisIndex:
             url=public_location(url),
             retry_seconds=retry_seconds,
             max_bucket_bits=max_bucket_bits,
+            lease_seconds=lease_seconds,
         )
         store._handshake_sync(url, cluster, common)
         return store
@@ -177,6 +172,7 @@ class RedisIndex:
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         self._apply_handshake(reply)
+        await self.pipes.load_scripts()
 
     def _emptied(self) -> None:
         """The index's header vanished under a running crawl: Redis lost its data (a restart
@@ -201,22 +197,11 @@ class RedisIndex:
         self._ready = True
 
     def _set_layout(self, layout: dict[str, Any]) -> None:
-        """Precompute per table: the segment moves and the bucket key's shift."""
-        self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
-        self._tables = []
-        for t, bits in enumerate(self.bucket_bits):
-            moves = [tuple(map(int, move)) for move in self.design.moves(t)]
-            self._tables.append((f"{self._tag}:{t}:", moves, BITS - bits))
+        self.layout = Layout(self.name, self.design, layout)
 
     def bucket_keys(self, fp: int) -> list[str]:
         """The Redis key of ``fp``'s bucket in every table."""
-        out = []
-        for prefix, moves, shift in self._tables:
-            permuted = 0
-            for src, dst, mask in moves:
-                permuted |= ((fp >> src) & mask) << dst
-            out.append(f"{prefix}{permuted >> shift:x}")
-        return out
+        return [key for key, _prefix, _record in self.layout.buckets(fp)]
 
     async def _retrying(self, what: str, call: Callable[[bool], Awaitable[T]]) -> T:
         """Run call(retried), retrying transient errors for up to ``retry_seconds`` (see

@@ -1,0 +1,91 @@
+"""What a crawler reads of the buckets of one page, and the answers it draws from them with
+numpy and the rules of :mod:`nearDupe.store.base` (the same for both backends)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nearDupe.shorttext import Sentences
+from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed
+from nearDupe.store.redis_layout import Layout
+from nearDupe.store.redis_pipes import Pipes
+from nearDupe.store.redis_records import (
+    PageRecord,
+    page_records,
+    sentence_bytes,
+    sentence_records,
+)
+
+
+def page_keys(layout: Layout, fp: int, sentences: Sentences) -> list[str]:
+    """The buckets a check of this page reads (and leases): its bucket in every table, and
+    the sentence bucket of each of its sentences (distinct, in a fixed order)."""
+    keys = [key for key, _prefix, _record in layout.buckets(fp)]
+    keys += sorted({layout.sentence_key(h) for h, _ in sentences} - set(keys))
+    return keys
+
+
+@dataclass
+class Reading:
+    """A page's buckets as read, and the stored pages they lead to."""
+
+    fp: int
+    #: (distance, fingerprint) of every distinct stored fingerprint within k, nearest first.
+    near: list[tuple[int, int]]
+    #: Per table: whether the page's fingerprint is already in its bucket.
+    present: list[bool]
+    #: (sentence, fingerprint, ordinal) of each stored page recorded under a query sentence.
+    rows: list[tuple[int, int, int]]
+    #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
+    crowded: set[int]
+    pages: dict[int, list[PageRecord]] = field(default_factory=dict)
+
+    def holders(self) -> list[Holder]:
+        """The stored pages recorded under one of the query's sentences."""
+        out = []
+        for h, fp, nth in self.rows:
+            records = self.pages.get(fp, [])
+            if nth < len(records):
+                r = records[nth]
+                out.append(Holder(h, r.key, fp, r.sketch))
+        return out
+
+    def confirmed(self, signature: int | None, confirm_k: int) -> list[Match]:
+        """Per stored fingerprint within k, nearest first: its first page ``signature``
+        confirms."""
+        out = []
+        for d, fp in self.near:
+            for r in self.pages.get(fp, []):
+                if confirmed(r.signature, signature, d, confirm_k):
+                    out.append(Match(r.key, fp, d))
+                    break
+        return out
+
+
+def read(
+    layout: Layout, fp: int, k: int, sentences: Sentences, values: dict[str, bytes]
+) -> Reading:
+    """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes)."""
+    near, present = layout.near(fp, k, values)
+    rows: list[tuple[int, int, int]] = []
+    crowded = set()
+    for h, _ in sorted(sentences):
+        records = sentence_records(values.get(layout.sentence_key(h), b""))
+        mine = records[records["sentence"] == sentence_bytes(h)]
+        if len(mine) >= SENTENCE_HOLDERS:
+            crowded.add(h)
+        rows += [(h, int(f), int(n)) for f, n in zip(mine["fp"], mine["nth"], strict=True)]
+    return Reading(fp, near, present, rows, crowded)
+
+
+async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
+    """Read the page buckets of the near fingerprints and of the sentence holders."""
+    fps = sorted({f for _, f in reading.near} | {f for _, f, _ in reading.rows})
+    if not fps:
+        return
+    values = await pipes.get_all(sorted({layout.page_key(f) for f in fps}))
+    wanted = set(fps)
+    for value in values.values():
+        for record in page_records(value or b""):
+            if record.fp in wanted:
+                reading.pages.setdefault(record.fp, []).append(record)
