@@ -70,12 +70,15 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
                 assert await client.get(key) == record and len(record) == 6
         pages = [await client.get(store.layout.page_key(fp)) for fp in fps]
         assert pages == [
-            fps[0].to_bytes(8, "big") + bytes(9 + 8) + b"\0\x0bhttps://x/0",
+            fps[0].to_bytes(8, "big") + bytes(9 + 8 + 1) + b"\0\x0bhttps://x/0",
             (12345).to_bytes(8, "big")
             + b"\x01"
             + (0xABC).to_bytes(8, "big")
             + (40).to_bytes(4, "big") * 2
-            + b"\0\x0bhttps://x/1",
+            + b"\x01"  # one sketch tail: the sentence hash's low 2 bytes
+            + b"\0\x0d"
+            + ((7 << 50) & 0xFFFF).to_bytes(2, "big")
+            + b"https://x/1",
         ]
         sentence = await client.get(store.layout.sentence_key(7 << 50))
         assert sentence == (7 << 50).to_bytes(8, "big")[2:] + (12345).to_bytes(8, "big") + b"\0"
