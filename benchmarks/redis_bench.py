@@ -35,7 +35,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 NAME = "bench"
 #: ~70-byte URLs, as a news site's.
 URL = "https://www.example-news.com/politics/2024/05/17/article-{:09d}.html"
-SENTENCES = 4
+#: Sentences of a page (``--sentences``; an article has ~20-60): each is a lease and a record.
+SENTENCES = int(os.environ.get("REDIS_BENCH_SENTENCES", "4"))
 SENTENCE_LETTERS = 150
 #: The project's default detection (issue #15): 4-table, k=3, confirm_k 22.
 HEADER = {"design": "4-table", "k": 3, "confirm_k": 22}
@@ -60,7 +61,7 @@ def stored_fps(idx: np.ndarray) -> np.ndarray:
 
 def stored_sentences(i: int) -> tuple[tuple[int, int], ...]:
     """The sentences of stored page i."""
-    hashes = _mix(np.uint64(2**40) + np.arange(SENTENCES, dtype=np.uint64) + np.uint64(i * 8))
+    hashes = _mix(np.uint64(2**40) + np.arange(SENTENCES, dtype=np.uint64) + np.uint64(i * 2 * SENTENCES))
     return tuple(sorted((int(h), SENTENCE_LETTERS) for h in hashes))
 
 
@@ -246,11 +247,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--ops", type=int, default=20_000)
+    parser.add_argument("--sentences", type=int, default=SENTENCES, help="sentences a page")
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--inflight", type=int, default=8)
     parser.add_argument("--old", default="main", help="git revision of today's code (main)")
     parser.add_argument("--old-up-to", type=int, default=10_000_000, help="largest N for it")
     a = parser.parse_args()
+    os.environ["REDIS_BENCH_SENTENCES"] = str(a.sentences)  # the subprocesses read it
+    if a.sentences != SENTENCES:  # this process's pages too
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-redis-bench-"))
     old = tmp / "old"
     old.mkdir()
