@@ -61,7 +61,8 @@ def stored_fps(idx: np.ndarray) -> np.ndarray:
 
 def stored_sentences(i: int) -> tuple[tuple[int, int], ...]:
     """The sentences of stored page i."""
-    hashes = _mix(np.uint64(2**40) + np.arange(SENTENCES, dtype=np.uint64) + np.uint64(i * 2 * SENTENCES))
+    first = np.uint64(2**40) + np.uint64(i * 2 * SENTENCES)  # no two pages share one
+    hashes = _mix(first + np.arange(SENTENCES, dtype=np.uint64))
     return tuple(sorted((int(h), SENTENCE_LETTERS) for h in hashes))
 
 
