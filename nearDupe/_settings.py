@@ -75,11 +75,10 @@ class Config:
 
         if not settings.getbool("NEARDUPE_ENABLED", True):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
-        shared = is_redis_url(get("NEARDUPE_INDEX"))
         k = settings.getint("NEARDUPE_K", DEFAULT_K)
         try:
             design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
-            design = design or Design.default_for(k, shared=shared)
+            design = design or Design.default_for(k)
         except ValueError as exc:
             raise ValueError(f"NEARDUPE_DESIGN / NEARDUPE_K: {exc}") from None
         if not 0 <= k <= design.k:

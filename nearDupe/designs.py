@@ -97,17 +97,13 @@ class Design:
         raise ValueError(f"unknown index design {name!r}; known: {known}")
 
     @classmethod
-    def default_for(cls, k: int, *, shared: bool = False) -> Design:
-        """The design nearDupe uses for k when none is named.
-
-        In memory (numba) scanning candidates is cheap, so the smallest design: k + 1 blocks,
-        one leading block per table. In Redis a Lua script scans them ~50x slower, so for
-        k > 3 two leading blocks of k + 2 (e.g. k=6: 28 tables of 16-bit prefixes, 0.4 ms per
-        check at 10^6 pages instead of 10 ms).
-        """
+    def default_for(cls, k: int) -> Design:
+        """The design nearDupe uses for k when none is named: the smallest, k + 1 blocks with
+        one leading block per table (``4-table`` for k=3); both backends compute distances in
+        compiled or numpy code, where candidates are cheap."""
         if k == 3:
             return cls.named("4-table")
-        return cls.blocks(k, k + 2) if shared and k > 3 else cls.blocks(k, k + 1)
+        return cls.blocks(k, k + 1)
 
     def expected_candidates(self, n: int) -> float:
         """Expected fingerprints scanned per query among n random stored ones."""
