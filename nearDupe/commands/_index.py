@@ -169,7 +169,7 @@ class IndexView:
         return confirmed(self.signature(fp), signature, distance, self.header.confirm_k)
 
     def shared_sentences(self, sentences: Sentences) -> list[SharedSentences]:
-        """Stored short pages that share a sentence with ``sentences``, the most first."""
+        """Stored pages that share a sentence with ``sentences``, the most first."""
         found = shared_sentences(sentences, self._holders(sentences)) if sentences else []
         return sorted(found, key=lambda s: -s.of_both)
 

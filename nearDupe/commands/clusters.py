@@ -76,7 +76,7 @@ def find_clusters(
 ) -> list[Cluster]:
     """Connected groups of pages within distance k of each other that their signatures (where
     known) confirm (see :func:`~nearDupe.store.base.confirmed`), as the index decides, with
-    each dropped page joined to the one it duplicates (short pages matched by their
+    each dropped page joined to the one it duplicates (pages matched by their
     sentences are not within k), biggest first."""
     if not pages:
         return []

@@ -30,7 +30,7 @@ class Store(Protocol):
         self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
     ) -> Match | None:
         """The nearest stored page within k that ``signature`` confirms (the header's
-        confirm_k), else the short page sharing the most of ``sentences`` (at least the
+        confirm_k), else the page sharing the most of ``sentences`` (at least the
         header's sentence_share of both); or None after recording the page atomically."""
 
     async def query(
@@ -41,7 +41,7 @@ class Store(Protocol):
         sentences: Sentences = (),
     ) -> list[Match]:
         """Stored pages within distance k (confirmed by ``signature`` if given), nearest first,
-        then the short pages that share enough of ``sentences``."""
+        then the pages that share enough of ``sentences``."""
 
     async def site_template(self, host: str) -> SiteTemplate:
         """What the pages of a site (host) taught: the lines they had (sitetemplate.py)."""

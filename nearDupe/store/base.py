@@ -123,7 +123,7 @@ def confirmed(stored: int | None, signature: int | None, distance: int, confirm_
 @dataclass(frozen=True)
 class Match:
     """A stored page like a query: its key (URL), fingerprint and Hamming distance, or (for
-    short pages matched by their sentences) no distance and the share of sentences shared."""
+    pages matched by their sentences) no distance and the share of sentences shared."""
 
     key: str
     fingerprint: int

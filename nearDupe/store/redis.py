@@ -120,7 +120,7 @@ class RedisStore(RedisBulkIndex):
     async def check_and_add(
         self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
     ) -> Match | None:
-        """The nearest stored page within k that ``signature`` confirms, else the short page
+        """The nearest stored page within k that ``signature`` confirms, else the page
         sharing the most of ``sentences``; or None after recording the page atomically."""
         key = storable_key(key)
         call = _Call(os.urandom(8))
@@ -251,7 +251,7 @@ class RedisStore(RedisBulkIndex):
         sentences: Sentences = (),
     ) -> list[Match]:
         """Stored pages within distance k (default: the index's k), nearest first, then the
-        short pages that share enough of ``sentences``.
+        pages that share enough of ``sentences``.
 
         With a ``signature``, only pages it confirms (see :func:`~nearDupe.store.base.confirmed`).
         """
