@@ -377,15 +377,22 @@ def test_kill_9_keeps_committed_pages(tmp_path: Path) -> None:
         assert index.check_and_add(fp ^ 0b101, "dupe") == Match(key, fp, 2)
 
 
-def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(tmp_path: Path) -> None:
-    """Inline while the index is small; past the threshold, in the store's own thread (in
-    order, so check-and-add stays atomic), with the same answers."""
+@pytest.mark.parametrize(
+    ("design", "k", "thresholds"),
+    [("blocks-8-9", 8, {"off_loop_candidates": 10}), ("4-table", 3, {"off_loop_pages": 150})],
+)
+def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(
+    tmp_path: Path, design: str, k: int, thresholds: dict[str, int]
+) -> None:
+    """Inline while the index is small; past the threshold (candidates a lookup scans, or
+    pages held), in the store's own thread (in order, so check-and-add stays atomic), with the
+    same answers."""
     import asyncio
     import threading
 
     from nearDupe.store import EmbeddedStore
 
-    index = EmbeddedIndex(tmp_path, IndexHeader(design="blocks-8-9", k=8))
+    index = EmbeddedIndex(tmp_path, IndexHeader(design=design, k=k))
     threads: list[str] = []
     check_and_add = index.check_and_add
 
@@ -394,7 +401,7 @@ def test_store_moves_its_calls_off_the_event_loop_once_lookups_cost(tmp_path: Pa
         return check_and_add(*args)  # type: ignore[arg-type]
 
     index.check_and_add = spy  # type: ignore[method-assign]
-    store = EmbeddedStore(index, off_loop_candidates=10)  # 9 tables: ~150 pages
+    store = EmbeddedStore(index, **thresholds)  # blocks-8-9 at 10 candidates: ~150 pages
     fps = np.random.default_rng(3).integers(0, 2**64, 400, dtype=np.uint64).tolist()
 
     async def body() -> None:

@@ -59,27 +59,43 @@ class Store(Protocol):
         """Flush and release."""
 
 
+#: Pages from which an embedded index's calls leave the event loop whatever its k: a check of
+#: a page with sentences reads its candidates' sketches from SQLite, ~85 µs at 10^5 pages
+#: (benchmarks/sample_bench.py).
+OFF_LOOP_PAGES = 100_000
+
+
 class EmbeddedStore:
     """:class:`Store` over an :class:`EmbeddedIndex`.
 
     Its calls run inline while a lookup is cheap. Once the index is big enough for a lookup to
-    scan ``off_loop_candidates`` fingerprints (about 70 µs: k=10 past ~250,000 pages), they run,
-    in order, in one thread of their own, so lookups and SQLite commits stay off the event
-    loop (the compiled search releases the GIL) and check-and-add stays atomic. The switch is
-    one way. Without a running asyncio loop (a Twisted reactor that is not asyncio's) calls
-    always run inline.
+    scan ``off_loop_candidates`` fingerprints (about 70 µs: k=10 past ~250,000 pages) or
+    holds ``off_loop_pages`` pages (OFF_LOOP_PAGES), they run, in order, in one thread of
+    their own, so lookups and SQLite commits stay off the event loop (the compiled search
+    releases the GIL) and check-and-add stays atomic. The switch is one way. Without a running
+    asyncio loop (a Twisted reactor that is not asyncio's) calls always run inline.
     """
 
-    def __init__(self, index: EmbeddedIndex, *, off_loop_candidates: float = 50_000) -> None:
+    def __init__(
+        self,
+        index: EmbeddedIndex,
+        *,
+        off_loop_candidates: float = 50_000,
+        off_loop_pages: int = OFF_LOOP_PAGES,
+    ) -> None:
         self.index = index
         self.header = index.header
         self._off_loop_candidates = off_loop_candidates
+        self._off_loop_pages = off_loop_pages
         self._thread: ThreadPoolExecutor | None = None
 
     async def _run(self, func: Callable[..., T], *args: Any) -> T:
         if self._thread is None:
-            design = self.index.index.design
-            if design.expected_candidates(len(self.index)) < self._off_loop_candidates:
+            design, pages = self.index.index.design, len(self.index)
+            if (
+                pages < self._off_loop_pages
+                and design.expected_candidates(pages) < self._off_loop_candidates
+            ):
                 return func(*args)
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardupe-index")
         try:
