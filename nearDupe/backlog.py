@@ -56,6 +56,8 @@ class Backlog:
         self.limit = limit
         self._memory: deque[Page] = deque()
         self._in_file = 0
+        #: Whether a replay is under way (items decided at once each start one: one drains).
+        self._replaying = False
 
     def __len__(self) -> int:
         return len(self._memory) + self._in_file
@@ -104,7 +106,17 @@ class Backlog:
     async def replay(self, store: Store, stats: StatsCollector, patience: float = 0.0) -> None:
         """Record the waiting pages in the index, oldest first; retry for ``patience`` s. A
         page the index rejects for another reason than being away is set aside, never
-        retried ahead of the others."""
+        retried ahead of the others. A replay asked for while one is under way returns at once:
+        that one records them all, each once."""
+        if self._replaying:
+            return
+        self._replaying = True
+        try:
+            await self._replay(store, stats, patience)
+        finally:
+            self._replaying = False
+
+    async def _replay(self, store: Store, stats: StatsCollector, patience: float) -> None:
         deadline = time.monotonic() + patience
         delay = 0.25
         while (record := self.first()) is not None:

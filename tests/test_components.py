@@ -169,6 +169,39 @@ def test_backlog_spills_to_its_file_and_loses_nothing(tmp_path: Path) -> None:
     assert drained == pages[1:] and not again.path.exists()
 
 
+def test_replays_asked_for_at_once_record_each_page_once(tmp_path: Path) -> None:
+    """Items decided in one event-loop turn each ask for a replay of the backlog: one replay
+    drains it, each page recorded once (two at once popped one page twice: IndexError)."""
+    import asyncio
+
+    from nearDupe.backlog import Backlog
+    from nearDupe.store import EmbeddedIndex, EmbeddedStore
+
+    backlog = Backlog(tmp_path / "pending.jsonl")
+    fps = [0x0123_4567_89AB_CDEF * i % 2**64 for i in range(1, 6)]  # pairwise far apart
+    pages = [(fp, f"http://a/{i}", None, ()) for i, fp in enumerate(fps)]
+    for page in pages:
+        backlog.append(page)
+    index = EmbeddedIndex(tmp_path / "index")
+    store = EmbeddedStore(index, off_loop_pages=0)  # every call in the store's thread: awaits
+    stats = _Stats()
+
+    async def body() -> None:
+        replays = (backlog.replay(store, stats) for _ in range(4))  # type: ignore[arg-type]
+        await asyncio.gather(*replays)
+        assert await store.count() == len(pages) and len(backlog) == 0
+        await store.close()
+
+    asyncio.run(body())
+
+
+class _Stats:
+    """A replay's stats: it counts pages set aside or found to be copies (none here)."""
+
+    def inc_value(self, key: str) -> None:
+        raise AssertionError(f"no page is set aside or a copy: {key}")
+
+
 def test_workers_load_jieba_only_for_chinese_and_outside_the_time_limit() -> None:
     """A worker warmed up for English has no jieba (115 MB instead of 304); its first Chinese
     page loads it (about a second) before the page's time limit starts, so a limit shorter
