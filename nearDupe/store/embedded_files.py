@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from io import BufferedIOBase
 from pathlib import Path
 from typing import BinaryIO
@@ -116,15 +116,21 @@ def save_snapshot(db: sqlite3.Connection, path: Path, index: BlockIndex) -> None
     """Write the sorted tables of the committed pages and record them in ``db``."""
     rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
     keys = index.compact()
-    tmp = path / (_SNAPSHOT + ".tmp")
-    with open(tmp, "wb") as f:
-        write_rows(f, keys)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path / _SNAPSHOT)
+    write_atomically(path / _SNAPSHOT, lambda f: write_rows(f, keys))
     set_meta(db, "snapshot_rows", str(rows))
     set_meta(db, "snapshot_xxh3", _checksum(keys))
     db.commit()
+
+
+def write_atomically(target: Path, write: Callable[[BufferedIOBase], object]) -> None:
+    """Write ``target`` whole or not at all: ``write`` fills a temporary file beside it,
+    synced to disk, which then replaces it."""
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
 
 
 def write_rows(f: BufferedIOBase, rows: Sequence[np.ndarray]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 import zipfile
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from xxhash import xxh3_64
 from nearDupe.sample_index import Run, SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Holder, Sketch, sketch_of_hashes
+from nearDupe.store.embedded_files import write_atomically
 from nearDupe.store.embedded_sqlite import layout_error, meta, set_meta, to_unsigned
 
 #: Logged under the index's module name, which logging settings know.
@@ -100,12 +100,9 @@ def save_snapshot(db: sqlite3.Connection, path: Path, index: SampleIndex) -> Non
     """Write the sorted entries of the committed pages (all of ``index``) and record them."""
     rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
     run = index.compact()
-    tmp = path / (_SNAPSHOT + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, starts=run.starts, low=run.low, ids=run.ids)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path / _SNAPSHOT)
+    write_atomically(
+        path / _SNAPSHOT, lambda f: np.savez(f, starts=run.starts, low=run.low, ids=run.ids)
+    )
     set_meta(db, "sample_rows", str(rows))
     set_meta(db, "sample_entries", str(len(run)))
     set_meta(db, "sample_xxh3", _checksum(run))
