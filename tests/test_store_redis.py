@@ -423,6 +423,44 @@ def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
     asyncio.run(body())
 
 
+def test_a_retry_never_takes_another_crawlers_record_of_the_same_page_for_its_own(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crawlers A and B check the same URL and text.  B's write is lost before it reaches
+    Redis (the connection drops) after A, waiting out B's leases, recorded the page.  B's retry
+    finds A's record: B is a copy of it, and one page is stored.  (Taking a record with B's URL
+    at distance 0 for B's own kept both copies in a CI run of three concurrent crawls.)"""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    first = True
+
+    async def lost_before_sent(*args: Any) -> Any:
+        nonlocal first
+        if not first:
+            return await real(*args)
+        first = False
+        assert await a.check_and_add(1 << 40, "https://same", None, brief) is None
+        raise RedisConnectionError("connection reset before the writes were sent")
+
+    brief = ((5 << 40, 60),)
+    a = RedisStore.from_url(server.url, IndexHeader(), name="same", lease_seconds=0.5)
+    b = RedisStore.from_url(server.url, IndexHeader(), name="same", lease_seconds=0.5)
+
+    async def body() -> None:
+        monkeypatch.setattr(redis_module, "commit", lost_before_sent)
+        assert await b.check_and_add(1 << 40, "https://same", None, brief) == Match(
+            "https://same", 1 << 40, 0
+        )
+        assert await a.count() == 1
+        assert len(await a.pages()) == 1
+        assert len(await a.holders(brief)) == 1
+        await a.close()
+        await b.close()
+
+    asyncio.run(body())
+
+
 def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
     """A check that finds one of its buckets leased holds none of the others while it waits
     (so it blocks nobody); a release ends only its own token's leases."""

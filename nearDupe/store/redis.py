@@ -19,6 +19,8 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    fingerprint (8) and its ordinal among the page records of
                                    that fingerprint (1)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
+    <page bucket>:mark.<token>  STRING  the ordinal of the page record the check with that
+                                   token appended (PX expiry: see below)
 
 This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
 fingerprints within distance k share the leading prefix of at least one table, so a query only
@@ -50,11 +52,15 @@ can join share a sentence (a query leases the buckets of all its sentences; a pa
 under some of them), so two such checks both need one lease: the second reads that bucket only
 after the first's writes, which end its lease.  The page record is acknowledged before any
 fingerprint leading to it is written.  A crawler stalled past its lease (``lease_seconds``,
-default LEASE_SECONDS) finds at step 3 that a lease is gone, starts again from step 1 and, if
-it now finds a match, removes what it wrote.  A retried check whose earlier attempt did write
-finds its own page (same fingerprint and key at distance 0): it is reported as new and its
-missing records are completed (records are never appended twice).  A page with many
-sentences leases many buckets: the cost of a check grows with them (~2 Redis calls each).
+default LEASE_SECONDS) finds at step 3 that a lease is gone and starts again from step 1.
+A check knows whether an earlier attempt of its own wrote the page record: the commit answers
+its ordinal, and the script that appends it also sets a mark (``<page bucket>:mark.<token>``,
+expiring after MARK_SECONDS) that a retry whose reply was lost reads.  A retry leaves its own
+record out of the reading, so it decides as the first attempt would have: a match found now
+(a page stored while its leases were lost) removes its record; none completes its missing
+records (records are never appended twice).  Another crawler's record of the same URL and
+text is never taken for the check's own.  A page with many sentences leases many buckets:
+the cost of a check grows with them (~2 Redis calls each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
@@ -78,7 +84,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nearDupe.shorttext import Sentences
@@ -93,23 +99,34 @@ from nearDupe.store.base import (
     storable_key,
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
+from nearDupe.store.redis_leases import (
+    LeaseLost,
+    PageWrite,
+    Writes,
+    acquire,
+    commit,
+    release,
+)
 from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
 from nearDupe.store.redis_records import (
-    PAGES_PER_FP,
     SENTENCE_RECORD,
     page_record,
     sentence_record,
 )
 
+#: How long a check's mark of its written page record lasts: longer than any check's retries
+#: (retry_seconds, a few lease expiries), and at most ~100 B per check for that long.
+MARK_SECONDS = 60.0
+MARK_LEASES = 20
+
 
 @dataclass
 class _Call:
-    """One check-and-add across its attempts: its lease token and what it wrote."""
+    """One check-and-add across its attempts: its lease token, and the ordinal of the page
+    record it appended once known (an attempt that saw its commit answered)."""
 
     token: bytes
-    #: (key, record, record size) of each record written, to remove if the call must undo.
-    wrote: list[tuple[str, bytes, int]] = field(default_factory=list)
+    nth: int | None = None
 
 
 class RedisStore(RedisBulkIndex):
@@ -148,41 +165,41 @@ class RedisStore(RedisBulkIndex):
         """One pass of the protocol (see module); raises LeaseLost to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token = call.token
-        values, (headed,) = await acquire(
-            self.pipes,
-            keys,
-            token,
-            lease_seconds=self.lease_seconds,
-            extra=lambda pipe: pipe.exists(self._header_key),
+        mark = self.layout.mark_key(fp, token)
+
+        def extra(pipe: Any) -> None:
+            pipe.exists(self._header_key)
+            if retried and call.nth is None:
+                pipe.get(mark)  # whether an attempt whose reply was lost wrote the page
+
+        values, (headed, *marked) = await acquire(
+            self.pipes, keys, token, lease_seconds=self.lease_seconds, extra=extra
         )
+        if marked and marked[0] is not None:
+            call.nth = int(marked[0])
         try:
             if not headed:
                 self._emptied()
                 raise LeaseLost
             reading = read(self.layout, fp, self.k, sentences, values)
             await fetch_pages(self.pipes, self.layout, reading)
-            match = self._match(reading, key, signature, sentences, retried)
+            if call.nth is not None:
+                reading.own = fp, call.nth
+            match = self._match(reading, signature, sentences)
         except BaseException:
             await release(self.pipes, keys, token)
             raise
         if match is not None:
-            await self._undo(call)
+            await self._undo(fp, key, signature, sentences, call)
             await release(self.pipes, keys, token)
             return match
         await self._record(fp, key, signature, sentences, call, keys, reading)
         return None
 
     def _match(
-        self,
-        reading: Reading,
-        key: str,
-        signature: int | None,
-        sentences: Sentences,
-        retried: bool,
+        self, reading: Reading, signature: int | None, sentences: Sentences
     ) -> Match | None:
         for match in reading.confirmed(signature, self.confirm_k):
-            if retried and match.distance == 0 and match.key == key:
-                return None  # this call's own page, recorded by an earlier attempt
             return match
         copies = sentence_matches(sentences, reading.holders(), self.sentence_share)
         return copies[0] if copies else None
@@ -197,10 +214,10 @@ class RedisStore(RedisBulkIndex):
         keys: list[str],
         reading: Reading,
     ) -> None:
-        """Write the page (its page record first), ending the leases."""
+        """Write the page (its page record first, unless an earlier attempt did), ending the
+        leases."""
         sample = recorded(sentences, reading.crowded)
-        record = page_record(fp, key, signature, sketch_of(sentences))
-        page = self.layout.page_key(fp), record
+        page = self._page_write(fp, key, signature, sentences, call)
         writes: Writes = {}
         for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
             if not reading.present[t]:
@@ -210,38 +227,40 @@ class RedisStore(RedisBulkIndex):
             head = sentence_record(h, fp, 0)[:-1]  # the script appends the page's ordinal
             size, _ordinal, heads = writes.get(bucket, (SENTENCE_RECORD, True, []))
             writes[bucket] = (size, True, [*heads, head])
-        nth: int | None = None
         try:
-            nth, _added = await commit(self.pipes, page, keys, writes, call.token, self._count_key)
+            call.nth, _added = await commit(
+                self.pipes, page, keys, writes, call.token, self._count_key
+            )
         except LeaseLost as lost:
-            nth = lost.nth
+            if lost.nth is not None:
+                call.nth = lost.nth
             raise
-        finally:
-            # What may now be stored, to remove if a later pass finds this page a copy.
-            call.wrote = [(page[0], record, 0)] + [
-                (
-                    bucket,
-                    r + (b"" if nth is None else bytes([min(nth, PAGES_PER_FP)])) * ordinal,
-                    size,
-                )
-                for bucket, (size, ordinal, rs) in writes.items()
-                for r in rs
-                if nth is not None or not ordinal
-            ]
 
-    async def _undo(self, call: _Call) -> None:
-        """Remove what an earlier pass of this call wrote before its lease expired."""
-        wrote = call.wrote
-        if wrote:
+    def _page_write(
+        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
+    ) -> PageWrite:
+        """The page record of this call and the mark of its writing."""
+        record = page_record(fp, key, signature, sketch_of(sentences))
+        mark_ms = int(max(MARK_SECONDS, MARK_LEASES * self.lease_seconds) * 1000)
+        return PageWrite(
+            self.layout.page_key(fp), record, self.layout.mark_key(fp, call.token), mark_ms,
+            call.nth,
+        )  # fmt: skip
 
-            def build(pipe: Any) -> None:
-                for key, record, size in wrote:
-                    self.pipes.script(pipe, "remove", [key], [record, size])
-
-            removed = await self.pipes.run(build)
-            if int(removed[0]):  # the page record, counted when it was appended
-                await self.client.decr(self._count_key)
-            wrote.clear()
+    async def _undo(
+        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
+    ) -> None:
+        """Remove the page record an earlier attempt of this call wrote before it lost a lease
+        (the fingerprint and sentence records it may have written lead to no page then)."""
+        if call.nth is None:
+            return
+        page = self._page_write(fp, key, signature, sentences, call)
+        removed = await self.pipes.run(
+            lambda pipe: self.pipes.script(pipe, "remove", [page.bucket], [page.record, call.nth])
+        )
+        if int(removed[0]):  # counted when it was appended
+            await self.client.decr(self._count_key)
+        call.nth = None
 
     async def query(
         self,

@@ -13,7 +13,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from nearDupe.errors import StoreUnavailable
 from nearDupe.store.redis_pipes import Pipes
@@ -85,9 +85,25 @@ async def acquire(
 Writes = dict[str, tuple[int, bool, list[bytes]]]
 
 
-def _commit_args(token: bytes, page: tuple[str, bytes] | None, nth: int, count: str,
+class PageWrite(NamedTuple):
+    """The page record a commit appends, and the mark that tells a retry of the call that it
+    did (the mark's key is in the page bucket's slot; it expires after ``mark_ms``)."""
+
+    bucket: str
+    record: bytes
+    mark: str
+    mark_ms: int
+    #: The record's ordinal if this call is known to have appended it already.
+    nth: int | None = None
+
+
+def _commit_args(token: bytes, page: PageWrite | None, nth: int, count: str,
                  group: list[str], writes: Writes) -> list[Any]:  # fmt: skip
-    args: list[Any] = [token, *(page or ("", b"")), nth, count]
+    if page is None:
+        args: list[Any] = [token, "", b"", nth, count, "", 0]
+    else:
+        known = -1 if page.nth is None else page.nth
+        args = [token, page.bucket, page.record, known, count, page.mark, page.mark_ms]
     for key in group:
         size, ordinal, records = writes.get(key, (0, False, []))
         args += [key, size, int(ordinal), len(records), *records]
@@ -105,20 +121,19 @@ async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
 
 async def commit(
     pipes: Pipes,
-    page: tuple[str, bytes],
+    page: PageWrite,
     keys: Sequence[str],
     writes: Writes,
     token: bytes,
     count: str,
 ) -> tuple[int, bool]:
-    """Write the page record (``page``: its bucket and record), then ``writes`` into the
-    leased ``keys``, ending the leases: first on the page bucket's node, then on the others
-    (so the page record is stored before any fingerprint leading to it).  The counter
-    ``count`` goes up with the page record (in its script if on its node).  Returns the page
-    record's ordinal and whether it was appended; raises :class:`LeaseLost` if a lease was
-    no longer this token's."""
-    page_key = page[0]
-    groups = await pipes.by_node([page_key, count, *keys])
+    """Write the page record (unless this call did already), then ``writes`` into the leased
+    ``keys``, ending the leases: first on the page bucket's node, then on the others (so the
+    page record is stored before any fingerprint leading to it).  The counter ``count`` goes
+    up with the page record (in its script if on its node).  Returns the page record's
+    ordinal and whether it was appended now; raises :class:`LeaseLost` if a lease was no
+    longer this token's."""
+    groups = await pipes.by_node([page.bucket, count, *keys])
     first = [k for k in groups[0][1:] if k != count]
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""

@@ -33,30 +33,19 @@ def _fill(script: str) -> str:
 
 _CROSS_SLOT = "#!lua flags=allow-cross-slot-keys\n"
 
-# Where the record at byte i of a bucket ends: fixed records of `size` bytes, or (size 0)
-# page records, whose key length sits at the end of their head.
+# Where the page record at byte i of a page bucket ends (its key length sits at the end of
+# its head), and where a record of `size` bytes is in a bucket of such records (a plain C
+# search, kept only where a record starts).
 _RECORDS = """
-local function record_end(v, i, size)
-  if size > 0 then return i + size - 1 end
+local function record_end(v, i)
   local a, b = string.byte(v, i + PAGE_HEAD - LENGTH, i + PAGE_HEAD - 1)
   return i + PAGE_HEAD - 1 + a * 256 + b
 end
 
 local function find(v, rec, size)
-  if size > 0 then
-    -- a plain (C) search, kept only where a record starts
-    local i = string.find(v, rec, 1, true)
-    while i and (i - 1) % size ~= 0 do i = string.find(v, rec, i + 1, true) end
-    if i then return i, i + size - 1 end
-    return nil
-  end
-  local i = 1
-  while i <= #v do
-    local e = record_end(v, i, size)
-    if string.sub(v, i, e) == rec then return i, e end
-    i = e + 1
-  end
-  return nil
+  local i = string.find(v, rec, 1, true)
+  while i and (i - 1) % size ~= 0 do i = string.find(v, rec, i + 1, true) end
+  return i
 end
 """
 
@@ -79,40 +68,43 @@ return out
 """
 )
 
-# ARGV: token, page bucket ('' for none), page record, ordinal (-1: the page record's), the
-# counter to raise if the page record is appended ('' for none: on another node), then per
-# leased key: key, record size, 1 if its records end with the page's ordinal (added here),
-# record count, records.  If every lease is still this token's: append the page record
-# (unless there: a retried call), then each key's records not there yet, end the leases and
-# return {1, ordinal, 1 if the page record was appended}.  Else write nothing: {0}.
+# ARGV: token, page bucket ('' for none), page record, ordinal (-1: the page record's, not
+# written yet), the counter to raise if the page record is appended ('' for none: on another
+# node), the call's mark and its expiry (ms), then per leased key: key, record size, 1 if its
+# records end with the page's ordinal (added here), record count, records.  If every lease is
+# still this token's: append the page record unless this call did already (its mark holds
+# the ordinal: a retry whose reply was lost), mark the call, then append each key's records
+# not there yet, end the leases and return {1, ordinal, 1 if the page record was appended}.
+# Else write nothing: {0}.  Identical page records of two calls are two records.
 LUA_COMMIT = _fill(
     _CROSS_SLOT
     + _RECORDS
     + """
 local token = ARGV[1]
-local i = 6
+local i = 8
 while i <= #ARGV do
   if redis.call('GET', ARGV[i] .. LEASE) ~= token then return {0} end
   i = i + 4 + tonumber(ARGV[i + 3])
 end
 local nth, added = tonumber(ARGV[4]), 0
 if ARGV[2] ~= '' then
-  local v, rec = redis.call('GET', ARGV[2]) or '', ARGV[3]
-  local fp, j, found = string.sub(rec, 1, FP), 1, false
-  nth = 0
-  while j <= #v do
-    local e = record_end(v, j, 0)
-    if string.sub(v, j, e) == rec then found = true break end
-    if string.sub(v, j, j + FP - 1) == fp then nth = nth + 1 end
-    j = e + 1
-  end
-  if not found then
-    redis.call('SET', ARGV[2], v .. rec)
+  local mark = redis.call('GET', ARGV[6])
+  if mark then
+    nth = tonumber(mark)
+  elseif nth < 0 then
+    local v, fp, j = redis.call('GET', ARGV[2]) or '', string.sub(ARGV[3], 1, FP), 1
+    nth = 0
+    while j <= #v do
+      if string.sub(v, j, j + FP - 1) == fp then nth = nth + 1 end
+      j = record_end(v, j) + 1
+    end
+    redis.call('SET', ARGV[2], v .. ARGV[3])
     added = 1
     if ARGV[5] ~= '' then redis.call('INCR', ARGV[5]) end
   end
+  redis.call('SET', ARGV[6], nth, 'PX', ARGV[7])
 end
-i = 6
+i = 8
 while i <= #ARGV do
   local key, size, ordinal, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
   if n > 0 then
@@ -151,17 +143,29 @@ return out
 """
 )
 
-# KEYS: bucket.  ARGV: record, record size (0: page records).  Removes the record if there
-# (undoing the writes of a check whose lease expired); returns 1 if it was.
+# KEYS: page bucket.  ARGV: page record, its ordinal among the records of its fingerprint.
+# Removes that record if it is there (undoing the write of a check whose lease expired);
+# returns 1 if it was.
 LUA_REMOVE = _fill(
     _RECORDS
     + """
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local i, e = find(v, ARGV[1], tonumber(ARGV[2]))
-if not i then return 0 end
-redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
-return 1
+local rec, left, i = ARGV[1], tonumber(ARGV[2]), 1
+local fp = string.sub(rec, 1, FP)
+while i <= #v do
+  local e = record_end(v, i)
+  if string.sub(v, i, i + FP - 1) == fp then
+    if left == 0 then
+      if string.sub(v, i, e) ~= rec then return 0 end
+      redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
+      return 1
+    end
+    left = left - 1
+  end
+  i = e + 1
+end
+return 0
 """
 )
 

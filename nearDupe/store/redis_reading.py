@@ -39,13 +39,16 @@ class Reading:
     #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
     crowded: set[int]
     pages: dict[int, list[PageRecord]] = field(default_factory=dict)
+    #: (fingerprint, ordinal) of the page record this check itself wrote in an earlier
+    #: attempt: left out of the answers, so that a retry decides as the first attempt did.
+    own: tuple[int, int] | None = None
 
     def holders(self) -> list[Holder]:
         """The stored pages recorded under one of the query's sentences."""
         out = []
         for h, fp, nth in self.rows:
             records = self.pages.get(fp, [])
-            if nth < len(records):
+            if nth < len(records) and (fp, nth) != self.own:
                 r = records[nth]
                 out.append(Holder(h, r.key, fp, r.sketch))
         return out
@@ -55,8 +58,8 @@ class Reading:
         confirms."""
         out = []
         for d, fp in self.near:
-            for r in self.pages.get(fp, []):
-                if confirmed(r.signature, signature, d, confirm_k):
+            for nth, r in enumerate(self.pages.get(fp, [])):
+                if (fp, nth) != self.own and confirmed(r.signature, signature, d, confirm_k):
                     out.append(Match(r.key, fp, d))
                     break
         return out
