@@ -42,6 +42,8 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a worker process may spend on one page (a typical page takes ~10 ms; 600,000
     # <p> took 5.8 s): past it the page is skipped as too-slow. 0: no limit.
     "NEARDUPE_ANALYSIS_TIMEOUT": 2.0,
+    # How text becomes features (FeatureSettings' fields); recorded in the index header.
+    "NEARDUPE_FEATURES": {},
 }
 
 
@@ -94,6 +96,10 @@ class Config:
         sentence_share = settings.getfloat("NEARDUPE_SENTENCE_SHARE", SENTENCE_SHARE)
         if not 0 < sentence_share <= 1:
             raise ValueError(f"NEARDUPE_SENTENCE_SHARE={sentence_share} must be within (0, 1]")
+        try:
+            features = FeatureSettings.from_dict(settings.getdict("NEARDUPE_FEATURES"))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"NEARDUPE_FEATURES: {exc}") from None
         workers = get("NEARDUPE_WORKERS")
         return cls(
             index=get("NEARDUPE_INDEX") or data_path("neardupe"),
@@ -119,6 +125,7 @@ class Config:
             analysis_timeout=settings.getfloat(
                 "NEARDUPE_ANALYSIS_TIMEOUT", DEFAULTS["NEARDUPE_ANALYSIS_TIMEOUT"]
             ),
+            features=features,
         )
 
     @property

@@ -12,10 +12,10 @@ import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -48,6 +48,37 @@ class FeatureSettings:
     def to_dict(self) -> dict[str, object]:
         """The settings as a plain dict (for headers and reports)."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, given: dict[str, Any]) -> FeatureSettings:
+        """The settings ``given`` changes from the defaults (NEARDUPE_FEATURES); ValueError
+        naming the first unknown field or bad value."""
+        known = {f.name: f for f in fields(cls)}
+        for name, value in given.items():
+            if name not in known:
+                raise ValueError(f"unknown field {name!r} (known: {', '.join(known)})")
+            if name in _CHOICES and value not in _CHOICES[name]:
+                raise ValueError(f"{name}={value!r} must be one of {_CHOICES[name]}")
+        settings = cls(**given)
+        numbers = {"shingle": settings.shingle, "full_line": settings.full_line}
+        if settings.top_n is not None:
+            numbers["top_n"] = settings.top_n
+        for name, number in numbers.items():
+            if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                raise ValueError(f"{name}={number!r} must be a whole number >= 0")
+        if settings.shingle < 1:
+            raise ValueError("shingle must be at least 1")
+        for name in ("sublinear_tf", "digits"):
+            if not isinstance(getattr(settings, name), bool):
+                raise ValueError(f"{name} must be true or false")
+        return settings
+
+
+#: The fields that take one of a few words.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "kind": ("words", "shingles"),
+    "weighting": ("tfidf", "tf"),
+}
 
 
 @cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from nearDupe._settings import (
 from nearDupe.addon import COMPONENTS
 from nearDupe.analysis import Analysis
 from nearDupe.crawlstate import ItemLinks
+from nearDupe.features import FeatureSettings
 from nearDupe.logformatter import NearDupeLogFormatter
 from nearDupe.pipeline import NearDupePipeline
 from nearDupe.report import Decision, ReportWriter, read_report
@@ -61,6 +63,11 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     assert (typed.k, typed.design, typed.workers) == (10, "blocks-10-11", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
     assert redis.is_redis and (redis.k, redis.header.design, redis.confirm_k) == (3, "4-table", 22)
+    shingles = Config.from_settings(
+        Settings({"NEARDUPE_FEATURES": '{"kind": "shingles", "shingle": 3, "top_n": 128}'})
+    )
+    assert shingles.features == FeatureSettings(kind="shingles", shingle=3, top_n=128)
+    assert shingles.header.features["kind"] == "shingles" != config.header.features["kind"]
 
 
 def test_config_rejects_disabled_and_bad_settings() -> None:
@@ -74,6 +81,16 @@ def test_config_rejects_disabled_and_bad_settings() -> None:
         Config.from_settings(Settings({"NEARDUPE_SENTENCE_SHARE": "0"}))
     with pytest.raises(ValueError, match="unknown index design"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "5-table"}))
+    for features, error in [
+        ({"kind": "letters"}, "kind='letters' must be one of"),
+        ({"shingels": 2}, "unknown field 'shingels'"),
+        ({"shingle": 0}, "shingle must be at least 1"),
+        ({"top_n": -5}, "top_n=-5 must be a whole number"),
+        ({"full_line": "20"}, "full_line='20' must be a whole number"),
+        ({"digits": "yes"}, "digits must be true or false"),
+    ]:
+        with pytest.raises(ValueError, match=f"NEARDUPE_FEATURES: {re.escape(error)}"):
+            Config.from_settings(Settings({"NEARDUPE_FEATURES": features}))
 
 
 @dataclass
