@@ -5,19 +5,23 @@ table; these loops do a whole query in one call (see benchmarks/index_bench.py).
 packed into few arrays because numba's per-argument dispatch cost dominates a single query.
 All values are uint64: numba, like numpy, turns uint64 mixed with signed ints into floats.
 
-Layouts: ``keys`` = a tuple of one sorted uint64 row per table (separate arrays, so a merge
-replaces one table at a time); ``dirs`` = uint32 (tables, 2**bits + 1) row offsets;
-``perm[t]`` = [segments, prefix_shift, src_0.., dst_0.., mask_0..] for table t (see
-Design.packed); ``out`` = uint64 (2, cap): matched fingerprints in row 0, distances in row 1.
+Layouts: ``keys`` = a typed list (:func:`row_list`) of one sorted uint64 row per table
+(separate arrays, so a merge replaces one table at a time); ``dirs`` = uint32 (tables,
+2**bits + 1) row offsets; ``perm[t]`` = [segments, prefix_shift, src_0.., dst_0..,
+mask_0..] for table t (see Design.packed); ``out`` = uint64 (2, cap): matched fingerprints
+in row 0, distances in row 1.
 Every output array is allocated by the caller (numpy), so tracemalloc sees it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.typed import List
 
 _ONE = np.uint64(1)
 _M1 = np.uint64(0x5555555555555555)
@@ -25,6 +29,8 @@ _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
 _S56 = np.uint64(56)
+#: The type of a row: a contiguous uint64 array.
+_ROW_TYPE = types.Array(types.uint64, 1, "C")
 
 
 @njit(cache=True, inline="always")
@@ -196,17 +202,26 @@ def query_buffer_many(buf, n, qs, k, out, n_out):
         n_out[i] = query_buffer(buf, n, qs[i], k, out[i], n_out[i])
 
 
+def row_list(rows: Sequence[np.ndarray]) -> Any:
+    """A run's rows as the query kernels take them: a typed list, whose type (unlike a
+    tuple's) does not depend on the number of tables, so one compiled kernel serves every
+    design (a cold compile costs seconds per table count)."""
+    out = List.empty_list(_ROW_TYPE)
+    for row in rows:
+        out.append(row)
+    return out
+
+
 @cache
-def warm_up(tables: int) -> None:
-    """Load (or compile) every kernel for runs of ``tables`` rows now, not on a crawl's first
-    page: that takes ~0.1-2 s (numba specialises a tuple of rows by its length)."""
+def warm_up() -> None:
+    """Load (or compile) every kernel now, not on a crawl's first page (~0.1-2 s)."""
     row = np.zeros(1, dtype=np.uint64)
-    keys = (row,) * tables
-    dirs = np.zeros((tables, 2), dtype=np.uint32)
+    keys = row_list((row,))
+    dirs = np.zeros((1, 2), dtype=np.uint32)
     directory(row, 0, dirs[0])
     permute(row, np.zeros(2, dtype=np.uint64), row.copy())
     merge(row, row, np.zeros(2, dtype=np.uint64))
-    perm = np.array([[1, 0, 0, 0, np.iinfo(np.uint64).max]] * tables, dtype=np.uint64)
+    perm = np.array([[1, 0, 0, 0, np.iinfo(np.uint64).max]], dtype=np.uint64)
     out = np.zeros((2, 1), dtype=np.uint64)
     query_run(keys, dirs, np.uint64(0), 0, perm, out, 0)
     query_buffer(row, 1, np.uint64(0), 0, out, 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,8 @@ class Run:
     keys: Rows
     dirs: np.ndarray
     bits: int
+    #: The rows as the kernels take them (one compiled signature whatever the table count).
+    rows: Any
 
     @classmethod
     def build(cls, design: Design, keys: Rows) -> Run:
@@ -53,7 +56,7 @@ class Run:
         dirs = np.empty((len(keys), (1 << bits) + 1), dtype=np.uint32)
         for row, out in zip(keys, dirs, strict=True):
             _kernels.directory(row, bits, out)
-        return cls(keys, dirs, bits)
+        return cls(keys, dirs, bits, _kernels.row_list(keys))
 
     def __len__(self) -> int:
         return len(self.keys[0])
@@ -83,7 +86,7 @@ class BlockIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        _kernels.warm_up(len(design.tables))
+        _kernels.warm_up()
 
     @property
     def k(self) -> int:
@@ -161,7 +164,7 @@ class BlockIndex:
         while True:
             n = 0
             for run in self._runs:
-                n = _kernels.query_run(run.keys, run.dirs, q, k, self._perm, out, n)
+                n = _kernels.query_run(run.rows, run.dirs, q, k, self._perm, out, n)
             n = _kernels.query_buffer(self._buffer, self._buffered, q, k, out, n)
             if n <= out.shape[1]:
                 return _sorted_matches(out[:, :n])
@@ -178,7 +181,7 @@ class BlockIndex:
             out = np.empty((len(qs), 2, cap), dtype=np.uint64)  # only out[i, :, :n[i]] is read
             n = np.zeros(len(qs), dtype=np.int64)
             for run in self._runs:
-                _kernels.query_run_many(run.keys, run.dirs, qs, k, self._perm, out, n)
+                _kernels.query_run_many(run.rows, run.dirs, qs, k, self._perm, out, n)
             _kernels.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
             if n.size == 0 or n.max() <= cap:
                 return _batch_matches(out, n)
