@@ -59,24 +59,38 @@ def stored_fps(idx: np.ndarray) -> np.ndarray:
     return _mix(idx.astype(np.uint64))
 
 
+def _sentence_hashes(first: int, n: int) -> np.ndarray:
+    """The sorted sentence hashes of stored pages first..first+n-1, one row each."""
+    start = np.uint64(2**40) + np.arange(first, first + n, dtype=np.uint64)[:, None] * np.uint64(
+        2 * SENTENCES
+    )  # no two pages share one
+    return np.sort(_mix(start + np.arange(SENTENCES, dtype=np.uint64)), axis=1)
+
+
 def stored_sentences(i: int) -> tuple[tuple[int, int], ...]:
     """The sentences of stored page i."""
-    first = np.uint64(2**40) + np.uint64(i * 2 * SENTENCES)  # no two pages share one
-    hashes = _mix(first + np.arange(SENTENCES, dtype=np.uint64))
-    return tuple(sorted((int(h), SENTENCE_LETTERS) for h in hashes))
+    return tuple((h, SENTENCE_LETTERS) for h in _sentence_hashes(i, 1)[0].tolist())
 
 
 class LazySentences:
-    """Sentences of pages 0..n-1, made on demand (10^7 pages' tuples would take GBs)."""
+    """Sentences of pages 0..n-1, made a block at a time (10^7 pages' tuples would take GBs)."""
+
+    BLOCK = 65_536
 
     def __init__(self, n: int) -> None:
         self.n = n
+        self._block, self._rows = -1, np.empty((0, SENTENCES), dtype=np.uint64)
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple[tuple[int, int], ...]:
-        return stored_sentences(i)
+        block = i // self.BLOCK
+        if block != self._block:
+            first = block * self.BLOCK
+            self._block = block
+            self._rows = _sentence_hashes(first, min(self.BLOCK, self.n - first))
+        return tuple((h, SENTENCE_LETTERS) for h in self._rows[i % self.BLOCK].tolist())
 
 
 # -- roles run under one code's PYTHONPATH ------------------------------------------------------

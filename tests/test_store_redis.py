@@ -54,9 +54,9 @@ def brute_force(stored: dict[int, str], fp: int, k: int) -> list[Match]:
 def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> None:
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="crawl-a")
-        fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345]
+        fps = [random.Random(1).getrandbits(64) | (1 << 63), 12345 | (0xAB << 40)]
         assert await store.check_and_add(fps[0], "https://x/0") is None
-        brief = ((7 << 50, 40),)
+        brief = ((7 << 50 | 0x12345678, 40),)
         assert await store.check_and_add(fps[1], "https://x/1", 0xABC, brief) is None
         client = store.client
         keys = sorted([k.decode() async for k in client.scan_iter(match="*")])
@@ -70,21 +70,26 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
                 assert await client.get(key) == record and len(record) == 6
         pages = [await client.get(store.layout.page_key(fp)) for fp in fps]
         assert pages == [
-            fps[0].to_bytes(8, "big") + bytes(9 + 8 + 1) + b"\0\x0bhttps://x/0",
-            (12345).to_bytes(8, "big")
-            + b"\x01"
+            fps[0].to_bytes(8, "big")[2:] + bytes(8 + 3 + 3 + 1) + b"\0\x0bhttps://x/0",
+            fps[1].to_bytes(8, "big")[2:]  # the page bucket's key holds the top 18 bits
             + (0xABC).to_bytes(8, "big")
-            + (40).to_bytes(4, "big") * 2
-            + b"\x01"  # one sketch tail: the sentence hash's low 2 bytes
+            + (40).to_bytes(3, "big") * 2
+            + b"\x81"  # one sketch tail, and a signature
             + b"\0\x0d"
-            + ((7 << 50) & 0xFFFF).to_bytes(2, "big")
+            + b"\x56\x78"  # the tail: the sentence hash's low 2 bytes
             + b"https://x/1",
         ]
         sentence = await client.get(store.layout.sentence_key(7 << 50))
-        assert sentence == (7 << 50).to_bytes(8, "big")[2:] + (12345).to_bytes(8, "big") + b"\0"
+        assert sentence == b"\x12\x34\x56\x78" + (fps[1] >> 24).to_bytes(5, "big")
+        marks = [k for k in keys if ":mark." in k]  # each check's mark of its page record
+        assert sorted(marks) == sorted(
+            k for k in marks if k.startswith(tuple(store.layout.page_key(f) for f in fps))
+        )
+        assert len(marks) == 2
+        assert all(0 < ttl <= 60_000 for ttl in [await client.pttl(k) for k in marks])
         assert await client.get("{crawl-a}:count") == b"2"
         assert sorted(await store.pages()) == [
-            (12345, "https://x/1", 0xABC),
+            (fps[1], "https://x/1", 0xABC),
             (fps[0], "https://x/0", None),
         ]
         await store.close()

@@ -10,14 +10,15 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    the fingerprint permuted by table t (hex): per fingerprint,
                                    its permuted bits below the prefix (6 bytes at 16 or 20 bits)
     name:{p.<prefix>}      STRING  page bucket for the leading ``page_bits`` of the fingerprint:
-                                   per page, fingerprint (8), signature record (9), its sketch's
-                                   letters (4 + 4) and tail count (1), the length (2) of its
-                                   tails (base.Sketch) and key, which follow
+                                   per page, the fingerprint's low 6 bytes, the signature (8;
+                                   flagged in the tail count), its sketch's letters (3 + 3) and
+                                   tail count (1), the length (2) of its tails (base.Sketch) and
+                                   key, which follow
     name:{s.<prefix>}      STRING  sentence bucket for the leading ``sentence_bits`` of the
                                    sentence hash: per page recorded under a sentence (at most
-                                   SENTENCE_HOLDERS), the hash's low 6 bytes, the page's
-                                   fingerprint (8) and its ordinal among the page records of
-                                   that fingerprint (1)
+                                   SENTENCE_HOLDERS), the hash's low 4 bytes and the top 5 of
+                                   the page's fingerprint (9 B; its holders are the page records
+                                   whose fingerprint starts with them)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
     <page bucket>:mark.<token>  STRING  the ordinal of the page record the check with that
                                    token appended (PX expiry: see below)
@@ -221,12 +222,10 @@ class RedisStore(RedisBulkIndex):
         writes: Writes = {}
         for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
             if not reading.present[t]:
-                writes[bucket] = (self.layout.widths[t], False, [bucket_record])
+                writes[bucket] = (self.layout.widths[t], [bucket_record])
         for h, _ in sample:
             bucket = self.layout.sentence_key(h)
-            head = sentence_record(h, fp, 0)[:-1]  # the script appends the page's ordinal
-            size, _ordinal, heads = writes.get(bucket, (SENTENCE_RECORD, True, []))
-            writes[bucket] = (size, True, [*heads, head])
+            writes.setdefault(bucket, (SENTENCE_RECORD, []))[1].append(sentence_record(h, fp))
         try:
             call.nth, _added = await commit(
                 self.pipes, page, keys, writes, call.token, self._count_key

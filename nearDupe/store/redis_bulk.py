@@ -12,13 +12,7 @@ import numpy as np
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Sketch, recorded, sketch_of
 from nearDupe.store.redis_open import RedisIndex
-from nearDupe.store.redis_records import (
-    PAGES_PER_FP,
-    SENTENCE,
-    page_record,
-    page_records,
-    sentence_records,
-)
+from nearDupe.store.redis_records import page_record, page_records, sentence_table
 
 #: Keys a bulk load writes per script call (one node's).
 CHUNK = 5_000
@@ -69,34 +63,27 @@ class RedisBulkIndex(RedisIndex):
             raw = low.view(np.uint8).reshape(-1, 8)[:, 8 - width :]
             for prefix, rows in _groups(permuted >> shift):
                 writes[self.layout.bucket_key(t, prefix)] = raw[rows].tobytes()
-        nth: dict[int, int] = {}
         records: list[bytes] = []
-        # The sentence records as three compact columns (10^7 pages: 4 x 10^7 records).
-        hashes, pages, ordinals = array("Q"), array("Q"), array("B")
+        # The sentence records as two compact columns (10^7 pages: 4 x 10^7 records).
+        hashes, pages = array("Q"), array("Q")
         for i, fp in enumerate(fps.tolist()):
             page = sentences[i] if sentences is not None else ()
-            sample = recorded(page)
-            n = nth[fp] = nth.get(fp, -1) + 1
             sig = signatures[i] if signatures is not None else None
             sketch = sketches[i] if sketches is not None else sketch_of(page)
             records.append(page_record(fp, keys[i], sig, sketch))
-            for h, _ in sample:
+            for h, _ in recorded(page):
                 hashes.append(h)
                 pages.append(i)
-                ordinals.append(min(n, PAGES_PER_FP))
         for prefix, rows in _groups(fps >> np.uint64(self.layout.page_shift)):
             key = self.layout.page_key(prefix << self.layout.page_shift)
             writes[key] = b"".join(records[r] for r in rows)
         if hashes:
             hash_column = np.frombuffer(hashes, dtype=np.uint64)
-            table = np.zeros(len(hash_column), dtype=sentence_records(b"").dtype)
-            low = hash_column.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - SENTENCE :]
-            table["sentence"] = np.ascontiguousarray(low).view(f"S{SENTENCE}").ravel()
-            table["fp"] = fps[np.frombuffer(pages, dtype=np.uint64)]
-            table["nth"] = np.frombuffer(ordinals, dtype=np.uint8)
+            fp_column = fps[np.frombuffer(pages, dtype=np.uint64)]
             top = self.layout.sentence_shift
             for prefix, rows in _groups(hash_column >> np.uint64(top)):
-                writes[self.layout.sentence_key(prefix << top)] = table[rows].tobytes()
+                table = sentence_table(hash_column[rows], fp_column[rows])
+                writes[self.layout.sentence_key(prefix << top)] = table
         for group in await self.pipes.by_node(writes):
             for start in range(0, len(group), CHUNK):
                 chunk = group[start : start + CHUNK]
@@ -112,7 +99,8 @@ class RedisBulkIndex(RedisIndex):
         page buckets, on every node of a cluster)."""
         await self._retrying("pages", lambda _r: self._ensure_ready())
         out = []
-        async for bucket in self.client.scan_iter(match=f"{self.name}:{{p.*", count=1000):
+        async for bucket in self.client.scan_iter(match=f"{self.name}:{{p.*}}", count=1000):
             value = await self.client.get(bucket)
-            out += [(r.fp, r.key, r.signature) for r in page_records(value or b"")]
+            top = self.layout.page_key_top(bucket.decode())
+            out += [(r.fp, r.key, r.signature) for r in page_records(value or b"", top)]
         return out

@@ -13,7 +13,13 @@ import numpy as np
 from nearDupe.designs import BITS, Design
 from nearDupe.errors import IndexSettingsMismatch
 from nearDupe.store.base import IndexHeader
-from nearDupe.store.redis_records import bucket_lows, bucket_record, bucket_width
+from nearDupe.store.redis_records import (
+    STORED_FP,
+    TAG_SHIFT,
+    bucket_lows,
+    bucket_record,
+    bucket_width,
+)
 
 #: Logged under the store's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.redis")
@@ -103,6 +109,8 @@ class Layout:
         self.design = design
         self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
         self.page_shift = BITS - int(layout["page_bits"])
+        if not TAG_SHIFT <= self.page_shift <= 8 * STORED_FP:
+            raise ValueError(f"page buckets of {layout['page_bits']} bits do not fit the records")
         self.sentence_shift = BITS - int(layout["sentence_bits"])
         self.widths = [bucket_width(b) for b in self.bucket_bits]
         self._tables = [
@@ -160,6 +168,14 @@ class Layout:
     def page_key(self, fp: int) -> str:
         """The key of the page bucket holding the pages of ``fp``."""
         return f"{self.name}:{{p.{fp >> self.page_shift:x}}}"
+
+    def page_top(self, fp: int) -> int:
+        """The fingerprint bits that ``fp``'s page bucket key holds (a record keeps the rest)."""
+        return fp >> self.page_shift << self.page_shift
+
+    def page_key_top(self, key: str) -> int:
+        """The fingerprint bits that a page bucket's ``key`` holds."""
+        return int(key[key.rindex(".") + 1 : -1], 16) << self.page_shift
 
     def sentence_key(self, sentence: int) -> str:
         """The key of the sentence bucket holding the pages recorded under ``sentence``."""

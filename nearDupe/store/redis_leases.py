@@ -80,9 +80,8 @@ async def acquire(
         wait = min(2 * wait, LONGEST_WAIT)
 
 
-#: What a commit writes into one leased key: record size, whether each record gets the page's
-#: ordinal appended (sentence records), and the records.
-Writes = dict[str, tuple[int, bool, list[bytes]]]
+#: What a commit writes into one leased key: record size and the records.
+Writes = dict[str, tuple[int, list[bytes]]]
 
 
 class PageWrite(NamedTuple):
@@ -97,16 +96,17 @@ class PageWrite(NamedTuple):
     nth: int | None = None
 
 
-def _commit_args(token: bytes, page: PageWrite | None, nth: int, count: str,
-                 group: list[str], writes: Writes) -> list[Any]:  # fmt: skip
+def _commit_args(
+    token: bytes, page: PageWrite | None, count: str, group: list[str], writes: Writes
+) -> list[Any]:
     if page is None:
-        args: list[Any] = [token, "", b"", nth, count, "", 0]
+        args: list[Any] = [token, "", b"", -1, count, "", 0]
     else:
         known = -1 if page.nth is None else page.nth
         args = [token, page.bucket, page.record, known, count, page.mark, page.mark_ms]
     for key in group:
-        size, ordinal, records = writes.get(key, (0, False, []))
-        args += [key, size, int(ordinal), len(records), *records]
+        size, records = writes.get(key, (0, []))
+        args += [key, size, len(records), *records]
     return args
 
 
@@ -114,9 +114,7 @@ async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
     """End this token's leases on ``keys`` (another's lease is left alone)."""
     groups = await pipes.by_node(keys)
     if groups:
-        await pipes.per_node(
-            "commit", [(g, _commit_args(token, None, -1, "", g, {})) for g in groups]
-        )
+        await pipes.per_node("commit", [(g, _commit_args(token, None, "", g, {})) for g in groups])
 
 
 async def commit(
@@ -139,12 +137,12 @@ async def commit(
     local = count if count in groups[0] else ""
 
     (reply,) = await pipes.per_node(
-        "commit", [(groups[0], _commit_args(token, page, -1, local, first, writes))]
+        "commit", [(groups[0], _commit_args(token, page, local, first, writes))]
     )
     if not int(reply[0]):
         raise LeaseLost
     nth, added = int(reply[1]), bool(int(reply[2]))
-    calls = [(g, _commit_args(token, None, nth, "", g, writes)) for g in others if g]
+    calls = [(g, _commit_args(token, None, "", g, writes)) for g in others if g]
     if calls or (added and not local):
 
         def build(pipe: Any) -> None:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import re
 
 from nearDupe.store.redis_layout import LEASE
-from nearDupe.store.redis_records import FP, LENGTH, PAGE_HEAD, PAGES_PER_FP
+from nearDupe.store.redis_records import LENGTH, PAGE_HEAD, STORED_FP
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
 _CONSTANTS = {
-    "FP": str(FP),
+    "STORED_FP": str(STORED_FP),
     "LENGTH": str(LENGTH),
     "PAGE_HEAD": str(PAGE_HEAD),
-    "PAGES_PER_FP": str(PAGES_PER_FP),
     "LEASE": f"'{LEASE}'",
 }
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
@@ -68,10 +67,10 @@ return out
 """
 )
 
-# ARGV: token, page bucket ('' for none), page record, ordinal (-1: the page record's, not
-# written yet), the counter to raise if the page record is appended ('' for none: on another
-# node), the call's mark and its expiry (ms), then per leased key: key, record size, 1 if its
-# records end with the page's ordinal (added here), record count, records.  If every lease is
+# ARGV: token, page bucket ('' for none), page record, its ordinal among the records of its
+# fingerprint if this call appended it already (else -1), the counter to raise if the page
+# record is appended ('' for none: on another node), the call's mark and its expiry (ms), then
+# per leased key: key, record size, record count, records.  If every lease is
 # still this token's: append the page record unless this call did already (its mark holds
 # the ordinal: a retry whose reply was lost), mark the call, then append each key's records
 # not there yet, end the leases and return {1, ordinal, 1 if the page record was appended}.
@@ -84,7 +83,7 @@ local token = ARGV[1]
 local i = 8
 while i <= #ARGV do
   if redis.call('GET', ARGV[i] .. LEASE) ~= token then return {0} end
-  i = i + 4 + tonumber(ARGV[i + 3])
+  i = i + 3 + tonumber(ARGV[i + 2])
 end
 local nth, added = tonumber(ARGV[4]), 0
 if ARGV[2] ~= '' then
@@ -92,10 +91,10 @@ if ARGV[2] ~= '' then
   if mark then
     nth = tonumber(mark)
   elseif nth < 0 then
-    local v, fp, j = redis.call('GET', ARGV[2]) or '', string.sub(ARGV[3], 1, FP), 1
+    local v, fp, j = redis.call('GET', ARGV[2]) or '', string.sub(ARGV[3], 1, STORED_FP), 1
     nth = 0
     while j <= #v do
-      if string.sub(v, j, j + FP - 1) == fp then nth = nth + 1 end
+      if string.sub(v, j, j + STORED_FP - 1) == fp then nth = nth + 1 end
       j = record_end(v, j) + 1
     end
     redis.call('SET', ARGV[2], v .. ARGV[3])
@@ -106,19 +105,17 @@ if ARGV[2] ~= '' then
 end
 i = 8
 while i <= #ARGV do
-  local key, size, ordinal, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
+  local key, size, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if n > 0 then
     local v = redis.call('GET', key) or ''
     local grown = v
-    for j = i + 4, i + 3 + n do
-      local rec = ARGV[j]
-      if ordinal == '1' then rec = rec .. string.char(math.min(nth, PAGES_PER_FP)) end
-      if not find(v, rec, size) then grown = grown .. rec end
+    for j = i + 3, i + 2 + n do
+      if not find(v, ARGV[j], size) then grown = grown .. ARGV[j] end
     end
     if #grown > #v then redis.call('SET', key, grown) end
   end
   redis.call('DEL', key .. LEASE)
-  i = i + 4 + n
+  i = i + 3 + n
 end
 return {1, nth, added}
 """
@@ -152,10 +149,10 @@ LUA_REMOVE = _fill(
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local rec, left, i = ARGV[1], tonumber(ARGV[2]), 1
-local fp = string.sub(rec, 1, FP)
+local fp = string.sub(rec, 1, STORED_FP)
 while i <= #v do
   local e = record_end(v, i)
-  if string.sub(v, i, i + FP - 1) == fp then
+  if string.sub(v, i, i + STORED_FP - 1) == fp then
     if left == 0 then
       if string.sub(v, i, e) ~= rec then return 0 end
       redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_records import (
+    TAG_SHIFT,
     PageRecord,
     page_records,
-    sentence_bytes,
+    page_tag,
     sentence_records,
 )
 
@@ -34,8 +37,9 @@ class Reading:
     near: list[tuple[int, int]]
     #: Per table: whether the page's fingerprint is already in its bucket.
     present: list[bool]
-    #: (sentence, fingerprint, ordinal) of each stored page recorded under a query sentence.
-    rows: list[tuple[int, int, int]]
+    #: (sentence, page tag) of each stored page recorded under a query sentence (the tag: the
+    #: top bits of its fingerprint, see :func:`~nearDupe.store.redis_records.page_tag`).
+    rows: list[tuple[int, int]]
     #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
     crowded: set[int]
     pages: dict[int, list[PageRecord]] = field(default_factory=dict)
@@ -45,12 +49,15 @@ class Reading:
 
     def holders(self) -> list[Holder]:
         """The stored pages recorded under one of the query's sentences."""
+        by_tag: dict[int, list[tuple[int, int]]] = {}
+        for fp, records in self.pages.items():
+            by_tag.setdefault(page_tag(fp), []).extend((fp, nth) for nth in range(len(records)))
         out = []
-        for h, fp, nth in self.rows:
-            records = self.pages.get(fp, [])
-            if nth < len(records) and (fp, nth) != self.own:
-                r = records[nth]
-                out.append(Holder(h, r.key, fp, r.sketch))
+        for h, tag in self.rows:
+            for fp, nth in by_tag.get(tag, []):
+                if (fp, nth) != self.own:
+                    r = self.pages[fp][nth]
+                    out.append(Holder(h, r.key, fp, r.sketch))
         return out
 
     def confirmed(self, signature: int | None, confirm_k: int) -> list[Match]:
@@ -70,25 +77,26 @@ def read(
 ) -> Reading:
     """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes)."""
     near, present = layout.near(fp, k, values)
-    rows: list[tuple[int, int, int]] = []
+    rows: list[tuple[int, int]] = []
     crowded = set()
     for h, _ in sorted(sentences):
-        records = sentence_records(values.get(layout.sentence_key(h), b""))
-        mine = records[records["sentence"] == sentence_bytes(h)]
+        stored, tags = sentence_records(values.get(layout.sentence_key(h), b""))
+        mine = tags[stored == np.uint64(h & 0xFFFFFFFF)]
         if len(mine) >= SENTENCE_HOLDERS:
             crowded.add(h)
-        rows += [(h, int(f), int(n)) for f, n in zip(mine["fp"], mine["nth"], strict=True)]
+        rows += [(h, int(tag)) for tag in mine]
     return Reading(fp, near, present, rows, crowded)
 
 
 async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     """Read the page buckets of the near fingerprints and of the sentence holders."""
-    fps = sorted({f for _, f in reading.near} | {f for _, f, _ in reading.rows})
-    if not fps:
+    near = {f for _, f in reading.near}
+    tags = {tag for _, tag in reading.rows}
+    keys = {layout.page_key(f) for f in near} | {layout.page_key(tag << TAG_SHIFT) for tag in tags}
+    if not keys:
         return
-    values = await pipes.get_all(sorted({layout.page_key(f) for f in fps}))
-    wanted = set(fps)
-    for value in values.values():
-        for record in page_records(value or b""):
-            if record.fp in wanted:
+    values = await pipes.get_all(sorted(keys))
+    for key, value in values.items():
+        for record in page_records(value or b"", layout.page_key_top(key)):
+            if record.fp in near or page_tag(record.fp) in tags:
                 reading.pages.setdefault(record.fp, []).append(record)

@@ -11,29 +11,34 @@ import numpy as np
 
 from nearDupe.store.base import TAIL_BYTES, Sketch
 
-#: Bytes of a fingerprint or a sentence hash (big-endian).
+#: Bytes of a fingerprint (big-endian).
 FP = 8
-#: Bytes of a letter count (big-endian).
-LETTERS = 4
+#: Bytes of a page record's fingerprint: its low 48 bits (its page bucket's key holds the top
+#: ones; a layout's page buckets take at least 64 - 8 * STORED_FP bits).
+STORED_FP = 6
+#: Bytes of a letter count (big-endian; counts above 2^24 - 1 are stored as that).
+LETTERS = 3
 #: Bytes of a key's length before the key (big-endian): URLs are cut below 64 KiB.
 LENGTH = 2
-#: Bytes of a signature record: a flag (1: a signature follows) and 8 bytes big-endian.
-RECORD = 1 + FP
-#: Bytes of a page record's head: fingerprint, signature record, its sketch's letters and
-#: sketched letters, how many sketch tails, and the length of what follows (the tails, then
-#: the key).
-PAGE_HEAD = FP + RECORD + 2 * LETTERS + 1 + LENGTH
-#: Bytes of a sentence hash in its record: the low 48 bits (its bucket's key holds the top
-#: bits, so the two together are the whole hash).
-SENTENCE = 6
-#: Bytes of a sentence record: the sentence hash, the page's fingerprint, and which of the
-#: page records with that fingerprint (0 for the first) in its page bucket.
-SENTENCE_RECORD = SENTENCE + FP + 1
-#: The largest ordinal a sentence record holds (one byte): the sentences of a 256th page
-#: with one fingerprint (pages the signature tells apart) point to the 256th.
-PAGES_PER_FP = 255
+#: Flag of the tail-count byte: a signature is stored (else its 8 bytes are zero).
+SIGNED = 0x80
+#: Bytes of a page record's head: fingerprint, signature, its sketch's letters and sketched
+#: letters, the tail count (with SIGNED), and the length of what follows (the tails, then the
+#: key).
+PAGE_HEAD = STORED_FP + FP + 2 * LETTERS + 1 + LENGTH
+#: Bytes of a sentence record's hash: its low 32 bits (the bucket's key holds the top ones; the
+#: bits between are not kept: a false holder, ~150 records / 2^32 per query sentence, is
+#: judged by its sketch like any other).
+SENTENCE = 4
+#: Bytes of a sentence record's page: the top 40 bits of the page's fingerprint (they name its
+#: page bucket, and the page records there whose fingerprint starts with them are its holders).
+PAGE_TAG = 5
+#: Bytes of a sentence record.
+SENTENCE_RECORD = SENTENCE + PAGE_TAG
 
-_SENTENCE_DTYPE = np.dtype([("sentence", f"S{SENTENCE}"), ("fp", ">u8"), ("nth", "u1")])
+_SENTENCE_DTYPE = np.dtype([("sentence", ">u4"), ("page", "u1", (PAGE_TAG,))])
+#: The bits of a fingerprint below its page tag.
+TAG_SHIFT = 8 * (FP - PAGE_TAG)
 
 
 class PageRecord(NamedTuple):
@@ -45,62 +50,73 @@ class PageRecord(NamedTuple):
     sketch: Sketch
 
 
-def signature_record(signature: int | None) -> bytes:
-    """A signature as stored in a page record (all zero bytes: none)."""
-    if signature is None:
-        return bytes(RECORD)
-    return b"\x01" + signature.to_bytes(8, "big")
-
-
 def page_record(fp: int, key: str, signature: int | None, sketch: Sketch) -> bytes:
     """One page as its page bucket stores it."""
     raw = sketch.tails + key.encode()[: 2 ** (8 * LENGTH) - 1 - len(sketch.tails)]
+    most = 2 ** (8 * LETTERS) - 1
+    count = len(sketch.tails) // TAIL_BYTES | (0 if signature is None else SIGNED)
     return (
-        fp.to_bytes(FP, "big")
-        + signature_record(signature)
-        + sketch.letters.to_bytes(LETTERS, "big")
-        + sketch.sketched.to_bytes(LETTERS, "big")
-        + bytes([len(sketch.tails) // TAIL_BYTES])
+        fp.to_bytes(FP, "big")[FP - STORED_FP :]
+        + (signature or 0).to_bytes(FP, "big")
+        + min(sketch.letters, most).to_bytes(LETTERS, "big")
+        + min(sketch.sketched, most).to_bytes(LETTERS, "big")
+        + bytes([count])
         + len(raw).to_bytes(LENGTH, "big")
         + raw
     )
 
 
-def page_records(value: bytes) -> list[PageRecord]:
-    """Every page in a page bucket, oldest first."""
+def page_records(value: bytes, top: int) -> list[PageRecord]:
+    """Every page in a page bucket, oldest first (``top``: the bucket's fingerprint bits, as
+    :meth:`~nearDupe.store.redis_layout.Layout.page_top` gives them)."""
     out = []
     i = 0
     while i + PAGE_HEAD <= len(value):
-        fp = int.from_bytes(value[i : i + FP], "big")
-        flag, j = value[i + FP], i + FP + 1
-        signature = int.from_bytes(value[j : j + FP], "big") if flag == 1 else None
+        j = i + STORED_FP
+        fp = top | int.from_bytes(value[i:j], "big")
+        signature = int.from_bytes(value[j : j + FP], "big")
         j += FP
         letters = int.from_bytes(value[j : j + LETTERS], "big")
         sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
-        tails_end = i + PAGE_HEAD + TAIL_BYTES * value[j + 2 * LETTERS]
+        count = value[j + 2 * LETTERS]
+        tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & ~SIGNED)
         n = int.from_bytes(value[i + PAGE_HEAD - LENGTH : i + PAGE_HEAD], "big")
         key = value[tails_end : i + PAGE_HEAD + n].decode()
         sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
-        out.append(PageRecord(fp, key, signature, sketch))
+        out.append(PageRecord(fp, key, signature if count & SIGNED else None, sketch))
         i += PAGE_HEAD + n
     return out
 
 
-def sentence_bytes(sentence: int) -> bytes:
-    """A sentence hash as its records hold it."""
-    return sentence.to_bytes(FP, "big")[FP - SENTENCE :]
+def page_tag(fp: int) -> int:
+    """The top bits of a fingerprint that a sentence record keeps."""
+    return fp >> TAG_SHIFT
 
 
-def sentence_record(sentence: int, fp: int, nth: int) -> bytes:
-    """A page recorded under one sentence: the hash, the page's fingerprint and ordinal."""
-    return sentence_bytes(sentence) + fp.to_bytes(FP, "big") + bytes([nth])
+def sentence_record(sentence: int, fp: int) -> bytes:
+    """A page recorded under one sentence: the hash's low bits and the page's tag."""
+    return (sentence & 0xFFFFFFFF).to_bytes(SENTENCE, "big") + page_tag(fp).to_bytes(
+        PAGE_TAG, "big"
+    )
 
 
-def sentence_records(value: bytes) -> np.ndarray:
-    """A sentence bucket's records (fields ``sentence``: see :func:`sentence_bytes`, ``fp``,
-    ``nth``)."""
+def sentence_records(value: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """A sentence bucket's records: the hashes' low 32 bits and the pages' tags (uint64)."""
     usable = len(value) - len(value) % SENTENCE_RECORD
-    return np.frombuffer(value[:usable], dtype=_SENTENCE_DTYPE)
+    table = np.frombuffer(value[:usable], dtype=_SENTENCE_DTYPE)
+    tags = np.zeros(len(table), dtype=np.uint64)
+    for byte in range(PAGE_TAG):
+        tags = (tags << np.uint64(8)) | table["page"][:, byte].astype(np.uint64)
+    return table["sentence"].astype(np.uint64), tags
+
+
+def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
+    """The sentence records of pages ``fps`` under ``sentences`` (uint64 arrays), packed."""
+    table = np.zeros(len(sentences), dtype=_SENTENCE_DTYPE)
+    table["sentence"] = sentences & np.uint64(0xFFFFFFFF)
+    tags = (fps >> np.uint64(TAG_SHIFT)).astype(">u8").view(np.uint8).reshape(-1, FP)
+    table["page"] = tags[:, FP - PAGE_TAG :]
+    return table.tobytes()
 
 
 def bucket_width(bucket_bits: int) -> int:
