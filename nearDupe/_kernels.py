@@ -122,18 +122,27 @@ def _directory_bits(dirs):
 
 
 @njit(cache=True, inline="always")
+def lower_bound(values, lo, hi, x):
+    """The first position in sorted values[lo:hi] whose value is not below x (hi if none).
+
+    Shared by the sentence-sample kernels: numba's cache does not see a change here from
+    there (clear ``nearDupe/__pycache__`` after editing it)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
 def _scan(row, lo, hi, qp, p, k, out, n_out):
     """Binary-search qp's prefix in row[lo:hi] (its directory range), then compare them all."""
     sh = p[1]
     lo_key = (qp >> sh) << sh
     hi_key = lo_key | ((_ONE << sh) - _ONE)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if row[mid] < lo_key:
-            lo = mid + 1
-        else:
-            hi = mid
-    i = lo
+    i = lower_bound(row, lo, hi, lo_key)
     while i < row.shape[0] and row[i] <= hi_key:
         d = popcount(row[i] ^ qp)
         if d <= k:

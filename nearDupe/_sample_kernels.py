@@ -13,6 +13,8 @@ from functools import cache
 import numpy as np
 from numba import njit
 
+from nearDupe._kernels import lower_bound
+
 #: Bits of a prefix kept in each entry; the others are its slot in the run's directory.
 LOW_BITS = 16
 _LOW_MASK = (1 << LOW_BITS) - 1
@@ -31,14 +33,8 @@ def lookup_run(starts, low, ids, prefixes, which, found, n):  # type: ignore[no-
         p = np.int64(prefixes[q])
         slot = p >> LOW_BITS
         value = p & _LOW_MASK
-        a, end = starts[slot], starts[slot + 1]
-        b = end
-        while a < b:  # the first entry of the slot at or above value
-            mid = (a + b) >> 1
-            if low[mid] < value:
-                a = mid + 1
-            else:
-                b = mid
+        end = starts[slot + 1]
+        a = lower_bound(low, starts[slot], end, value)  # the slot's first entry >= value
         while a < end and low[a] == value:
             if n < len(found):
                 which[n] = q
@@ -55,13 +51,7 @@ def lookup_buffer(buffer, size, prefixes, order, which, found, n):  # type: igno
     for i in range(size):
         entry = buffer[i]
         p = entry >> _ID_BITS
-        a, b = 0, len(prefixes)
-        while a < b:
-            mid = (a + b) >> 1
-            if prefixes[mid] < p:
-                a = mid + 1
-            else:
-                b = mid
+        a = lower_bound(prefixes, 0, len(prefixes), p)
         while a < len(prefixes) and prefixes[a] == p:
             if n < len(found):
                 which[n] = order[a]
