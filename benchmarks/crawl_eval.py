@@ -24,16 +24,22 @@ Run from the repository root: ``python benchmarks/crawl_eval.py [--seeds 1 2 3]
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import random
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _data import data_dir
 from _quality_cases import build_cases, split_arguments
@@ -94,8 +100,30 @@ def judged_sentences(analysis: Analysis, every_page: bool) -> Sentences:
     return ()
 
 
-def crawl(cases, texts, headlines, order, rule, learn: bool) -> Tally:
-    """Crawl the pages in ``order`` through a fresh embedded index; score every decision."""
+@contextmanager
+def opened(header: IndexHeader, redis_url: str | None) -> Iterator[Callable[..., Any]]:
+    """check_and_add of a fresh index: embedded, or in the Redis at ``redis_url`` (an index
+    of its own name)."""
+    if redis_url is None:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            EmbeddedIndex(Path(tmp) / "index", header, commit_interval=3600) as index,
+        ):
+            yield index.check_and_add
+        return
+    from nearDupe.store.redis import RedisStore
+
+    loop = asyncio.new_event_loop()
+    store = RedisStore.from_url(redis_url, header, name=f"eval{os.urandom(4).hex()}")
+    try:
+        yield lambda *args: loop.run_until_complete(store.check_and_add(*args))
+    finally:
+        loop.run_until_complete(store.close())
+        loop.close()
+
+
+def crawl(cases, texts, headlines, order, rule, learn: bool, redis_url: str | None) -> Tally:
+    """Crawl the pages in ``order`` through a fresh index; score every decision."""
     k, confirm_k, design, every_page = rule
     pages = cases.pages
     tally = Tally()
@@ -104,62 +132,61 @@ def crawl(cases, texts, headlines, order, rule, learn: bool) -> Tally:
     stored_articles: set[str] = set()
     article_of: dict[str, str] = {}
     features = FeatureSettings()
-    with tempfile.TemporaryDirectory() as tmp:
-        header = IndexHeader.for_settings(design, k, features, confirm_k)
-        with EmbeddedIndex(Path(tmp) / "index", header, commit_interval=3600) as index:
-            for i in order:
-                page = pages[i]
-                site = page.template
-                url = f"http://{i}/"
-                template = SiteTemplate(dict(books[site])) if learn else SiteTemplate()
-                identity = identity_of(headlines[i], url)
-                analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
-                n = seen_in_site[site]
-                seen_in_site[site] += 1
-                if n < FIRST_PAGES:
-                    total = len(normalize(texts[i], digits=False)) or 1
-                    left = len(
-                        normalize(
-                            strip_template(texts[i], identity, template, headlines[i]).text,
-                            digits=False,
-                        )
+    header = IndexHeader.for_settings(design, k, features, confirm_k)
+    with opened(header, redis_url) as check_and_add:
+        for i in order:
+            page = pages[i]
+            site = page.template
+            url = f"http://{i}/"
+            template = SiteTemplate(dict(books[site])) if learn else SiteTemplate()
+            identity = identity_of(headlines[i], url)
+            analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
+            n = seen_in_site[site]
+            seen_in_site[site] += 1
+            if n < FIRST_PAGES:
+                total = len(normalize(texts[i], digits=False)) or 1
+                left = len(
+                    normalize(
+                        strip_template(texts[i], identity, template, headlines[i]).text,
+                        digits=False,
                     )
-                    tally.curve[n].append(1 - left / total)
-                lang = page.lang
-                due = page.article in stored_articles
-                if analysis.skip_reason == "template-text":
-                    tally.template_text += 1
-                    if learn:
-                        learned(books[site], analysis.identity, analysis.lines)
-                if due:
-                    tally.due[lang] += 1
-                if analysis.fingerprint is None:
-                    if due:
-                        tally.per_template[site].append(False)
-                    continue
-                match = index.check_and_add(
-                    analysis.fingerprint,
-                    url,
-                    analysis.signature,
-                    judged_sentences(analysis, every_page),
                 )
-                if match is None:
-                    stored_articles.add(page.article)
-                    article_of[url] = page.article
-                    if due:
-                        tally.per_template[site].append(False)
-                    if learn:
-                        learned(books[site], analysis.identity, analysis.lines)
-                    continue
-                tally.drops[lang] += 1
-                same = article_of[match.key] == page.article
-                tally.right[lang] += same
+                tally.curve[n].append(1 - left / total)
+            lang = page.lang
+            due = page.article in stored_articles
+            if analysis.skip_reason == "template-text":
+                tally.template_text += 1
+                if learn:
+                    learned(books[site], analysis.identity, analysis.lines)
+            if due:
+                tally.due[lang] += 1
+            if analysis.fingerprint is None:
                 if due:
-                    tally.caught[lang] += same
-                    tally.per_template[site].append(same)
-                if not same:
-                    tally.lost += 1
-                    tally.lost_at_0 += match.distance == 0
+                    tally.per_template[site].append(False)
+                continue
+            match = check_and_add(
+                analysis.fingerprint,
+                url,
+                analysis.signature,
+                judged_sentences(analysis, every_page),
+            )
+            if match is None:
+                stored_articles.add(page.article)
+                article_of[url] = page.article
+                if due:
+                    tally.per_template[site].append(False)
+                if learn:
+                    learned(books[site], analysis.identity, analysis.lines)
+                continue
+            tally.drops[lang] += 1
+            same = article_of[match.key] == page.article
+            tally.right[lang] += same
+            if due:
+                tally.caught[lang] += same
+                tally.per_template[site].append(same)
+            if not same:
+                tally.lost += 1
+                tally.lost_at_0 += match.distance == 0
     return tally
 
 
@@ -176,10 +203,23 @@ def main() -> None:
     )
     parser.add_argument("--template-pages", type=int, help="tune sitetemplate.TEMPLATE_PAGES")
     parser.add_argument("--rules", nargs="+", choices=list(RULES), default=["default", "k10"])
+    parser.add_argument("--redis", action="store_true", help="a Redis index (started here)")
     parser.add_argument(
         "--sample", type=int, help="sentences a long page is recorded under (0: all)"
     )
     args = parser.parse_args()
+    with ExitStack() as stack:
+        redis_url = None
+        if args.redis:
+            from redis_server import RedisServer
+
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            redis_url = stack.enter_context(RedisServer(tmp / "redis")).url
+        run(args, redis_url)
+
+
+def run(args: argparse.Namespace, redis_url: str | None) -> None:
+    """Crawl and print (see main)."""
     if args.template_pages is not None:
         sitetemplate.TEMPLATE_PAGES = args.template_pages
     if args.sample is not None:
@@ -187,6 +227,7 @@ def main() -> None:
     root = data_dir()
     started = time.perf_counter()
     modes = [False] if args.no_learning else [False, True]
+    backend = ", Redis" if redis_url else ""
     print(f"# A crawl of the {args.half} half of the template sites\n")
     print(
         "| split seed | backend | sites learned | EN P / R | ZH P / R | EN R per template: "
@@ -210,7 +251,7 @@ def main() -> None:
         for name in args.rules:
             k = RULES[name][0]
             for learn in modes:
-                t = crawl(cases, texts, headlines, order, RULES[name], learn)
+                t = crawl(cases, texts, headlines, order, RULES[name], learn, redis_url)
                 cells = []
                 for lang in ("en", "zh"):
                     p = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0
@@ -226,7 +267,7 @@ def main() -> None:
                     mean = sum(recall.values()) / len(recall) if recall else 1.0
                     cells.append(f"{mean:.3f} / {low:.3f}")
                 print(
-                    f"| {seed} | {name} (k={k}) | {'yes' if learn else 'no'} | "
+                    f"| {seed} | {name} (k={k}){backend} | {'yes' if learn else 'no'} | "
                     f"{' | '.join(cells)} | {t.lost} ({t.lost_at_0}) | {t.template_text} |"
                 )
                 if learn:

@@ -62,7 +62,7 @@ def test_concurrent_crawls_keep_one_copy_per_article(redis, tmp_path: Path) -> N
             for line in run.log.splitlines()
             if "WARNING" in line or "ERROR" in line
         ]
-        assert len(kept) == 1, (name, kept, warnings[-20:])
+        assert len(kept) == 1, f"{name}: {kept}\n" + "\n".join(warnings[-20:])
     assert sum(run.stats.get("neardupe/kept", 0) for run in runs) == len(clusters)
 
 

@@ -67,7 +67,7 @@ Failure policy: connection errors, timeouts and a server still loading its data 
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
 each attempt is cut by a socket timeout of at most that much, so a hung Redis costs a call at
 most about three times ``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is
-raised (also when a bucket stays leased by others for twice ``lease_seconds``).  The plugin
+raised (also when buckets stay leased by others for BUSY_SECONDS, 30 s).  The plugin
 keeps the item, queues the page locally and checks-and-adds the queue, in order, once Redis
 answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
 (resharding) is retried like a connection error.
