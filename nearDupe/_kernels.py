@@ -215,10 +215,22 @@ def row_list(rows: Sequence[np.ndarray]) -> Any:
     """A run's rows as the query kernels take them: a typed list, whose type (unlike a
     tuple's) does not depend on the number of tables, so one compiled kernel serves every
     design (a cold compile costs seconds per table count)."""
-    out = List.empty_list(_ROW_TYPE)
+    out = _empty_rows()
     for row in rows:
-        out.append(row)
+        _append_row(out, row)
     return out
+
+
+# Built by cached kernels: List.empty_list and List.append called from Python compile numba's
+# own list helpers in every process (~1 s of CPU at each crawl's and each command's start).
+@njit(cache=True)
+def _empty_rows() -> Any:
+    return List.empty_list(_ROW_TYPE)
+
+
+@njit(cache=True)
+def _append_row(rows: Any, row: np.ndarray) -> None:
+    rows.append(row)
 
 
 @cache

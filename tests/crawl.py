@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -10,6 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from tests.mockserver import MockServer, Page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,13 +75,54 @@ def run_crawl(
         timeout=timeout,
         preexec_fn=None if max_file_bytes is None else lambda: _limit_files(max_file_bytes),
     )
+    return _result(tmp_path, proc.returncode, proc.stderr)
+
+
+def _result(directory: Path, returncode: int, log: str) -> CrawlResult:
+    """What the crawl run in ``directory`` left behind."""
+    stats = directory / "stats.json"
     return CrawlResult(
-        proc.returncode,
-        _lines(items),
-        _lines(report),
+        returncode,
+        _lines(directory / "items.jsonl"),
+        _lines(directory / "report.jsonl"),
         json.loads(stats.read_text()) if stats.exists() else {},
-        proc.stderr,
+        log,
     )
+
+
+def shared_crawl(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    args: list[str],
+    settings: dict[str, Any] | None = None,
+    site: dict[str, Page] | None = None,
+    timeout: float = 120,
+) -> tuple[Path, CrawlResult, str]:
+    """One crawl for the whole test run, shared by every test (and every xdist worker) that
+    asks for ``name``: the first caller runs it, the others wait for it and read what it left
+    (pytest-xdist's recipe for a session fixture run once). ``site``: pages served on a
+    :class:`MockServer` during the crawl, given to the spider as ``-a start_url=<server>/``.
+
+    (directory, result, the server's URL or ""). The tests sharing it must only read its
+    directory (index, report, items): what they write goes to their own tmp_path.
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's directory, shared by the workers
+    directory = base / f"shared-{name}"
+    done = directory / "crawl.json"
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            with MockServer(site) if site is not None else contextlib.nullcontext() as server:
+                url = server.url if server is not None else ""
+                start = ["-a", f"start_url={url}/"] if server is not None else []
+                result = run_crawl(directory, [*args, *start], settings, timeout)
+            finished = {"returncode": result.returncode, "log": result.log, "url": url}
+            done.write_text(json.dumps(finished))
+    finished = json.loads(done.read_text())
+    result = _result(directory, finished["returncode"], finished["log"])
+    return directory, result, finished["url"]
 
 
 def _limit_files(size: int) -> None:

@@ -23,11 +23,16 @@ class MockServer:
     background thread.
 
     ``delay`` seconds are waited before each answer, to make a crawl last long enough for a
-    test to interfere with it.
+    test to interfere with it; with a ``gate``, every answer but the home page's (/) waits
+    until the gate is set (at most 60 s), to hold a crawl open as long as the test needs.
     """
 
     def __init__(
-        self, pages: dict[str, Page], delay: float = 0.0, host: str = "127.0.0.1"
+        self,
+        pages: dict[str, Page],
+        delay: float = 0.0,
+        host: str = "127.0.0.1",
+        gate: threading.Event | None = None,
     ) -> None:
         self.pages = pages
         site = pages
@@ -35,6 +40,8 @@ class MockServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 time.sleep(delay)
+                if gate is not None and self.path != "/":
+                    gate.wait(60)
                 page = site.get(self.path.split("?")[0])
                 if page is None:
                     page = Page(b"<html><body><p>not found</p></body></html>", status=404)

@@ -15,7 +15,7 @@ import pytest
 
 from nearDupe.features import FeatureSettings
 from nearDupe.store import EmbeddedIndex, IndexHeader
-from tests.crawl import CrawlResult, assert_refused_at_start, run_crawl
+from tests.crawl import CrawlResult, assert_refused_at_start, run_crawl, shared_crawl
 from tests.mockserver import MockServer, Page
 from tests.site import article
 
@@ -116,25 +116,25 @@ def _bad_site() -> tuple[dict[str, Page], dict[str, tuple[str, str | None]]]:
     return pages, expected
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def bad_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, str, dict]:
     """One crawl of a site made of every bad page (the slow part, shared by the asserts)."""
     pages, expected = _bad_site()
-    tmp = tmp_path_factory.mktemp("bad")
-    with MockServer(pages) as server:
-        # The order of the copies matters for the "kept" one: crawl one page at a time, FIFO.
-        result = run_crawl(
-            tmp,
-            ["crawl", "pages", "-a", f"start_url={server.url}/"],
-            {
-                "LOG_LEVEL": "DEBUG",
-                "CONCURRENT_REQUESTS": 1,
-                "DEPTH_PRIORITY": 1,
-                "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-            },
-            timeout=150,
-        )
-    return result, server.url, expected
+    # The order of the copies matters for the "kept" one: crawl one page at a time, FIFO.
+    _, result, url = shared_crawl(
+        tmp_path_factory,
+        "bad-pages",
+        ["crawl", "pages"],
+        {
+            "LOG_LEVEL": "DEBUG",
+            "CONCURRENT_REQUESTS": 1,
+            "DEPTH_PRIORITY": 1,
+            "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        },
+        site=pages,
+        timeout=150,
+    )
+    return result, url, expected
 
 
 def test_bad_pages_crawl_finishes_cleanly(bad_crawl) -> None:

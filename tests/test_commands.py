@@ -20,16 +20,18 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from nearDupe.logstats import NearDupeLogStats
-from tests.crawl import ROOT, CrawlResult, run_crawl
+from tests.crawl import ROOT, CrawlResult, run_crawl, shared_crawl
 
 CHROMIUM = "/usr/bin/chromium"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CrawlResult]:
-    """One demo crawl: its directory (index/, report.jsonl, items.jsonl) and results."""
-    tmp = tmp_path_factory.mktemp("crawl")
-    result = run_crawl(tmp, ["crawl", "demo"], {"LOGSTATS_INTERVAL": 1})
+    """One demo crawl for the whole run: its directory (index/, report.jsonl, items.jsonl)
+    and results. Tests only read that directory: what they write goes to their tmp_path."""
+    tmp, result, _ = shared_crawl(
+        tmp_path_factory, "demo", ["crawl", "demo"], {"LOGSTATS_INTERVAL": 1}
+    )
     assert result.returncode == 0, result.log[-3000:]
     assert result.stats["neardupe/dropped"] > 0
     return tmp, result
@@ -104,9 +106,9 @@ def test_stats(crawl: tuple[Path, CrawlResult]) -> None:
     assert "4-table (k=3, 4 tables" in text and "nearest other stored page" in text
 
 
-def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult]) -> None:
+def test_clusters_match_the_drops(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
     tmp, result = crawl
-    out = tmp / "clusters.jsonl"
+    out = tmp_path / "clusters.jsonl"
     proc = neardupe(tmp, "clusters", "-o", str(out), "--report", str(tmp / "report.jsonl"))
     assert proc.returncode == 0, proc.stderr
     clusters = [json.loads(line) for line in out.read_text().splitlines()]
@@ -189,7 +191,7 @@ def test_check_decides_as_the_crawl_does(crawl: tuple[Path, CrawlResult], tmp_pa
     assert json.loads(neardupe(tmp, "check", str(pdf), "--json").stdout)["reason"] == "not-html"
 
 
-def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
+def test_check_file(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
     from spiders.demosite.server import DemoSiteServer
 
     tmp, result = crawl
@@ -198,7 +200,7 @@ def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
         for d in decisions(result).values()
         if d["decision"] == "kept" and "council-budget" in d["url"]  # an English article
     )
-    page = tmp / "kept.html"
+    page = tmp_path / "kept.html"
     with DemoSiteServer() as server:
         import urllib.request
 
@@ -220,7 +222,7 @@ def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
         if len(words) > 3:
             para.clear()
             para.text = " ".join(rng.sample(words, len(words)))
-    reordered = tmp / "reordered.html"
+    reordered = tmp_path / "reordered.html"
     reordered.write_bytes(lxml.html.tostring(tree))
     proc = neardupe(tmp, "check", str(reordered), "--json")
     found = json.loads(proc.stdout)
@@ -230,19 +232,21 @@ def test_check_file(crawl: tuple[Path, CrawlResult]) -> None:
     assert near[0]["distance"] + near[0]["signature_distance"] > found["confirm_k"]
     assert "differ in word order" in neardupe(tmp, "check", str(reordered)).stdout
 
-    short = tmp / "short.html"
+    short = tmp_path / "short.html"
     short.write_text("<html><body><p>Too short.</p></body></html>")
     assert "SKIPPED: not fingerprinted (tiny-text)" in neardupe(tmp, "check", str(short)).stdout
-    missing = neardupe(tmp, "check", str(tmp / "nope.html"))
+    missing = neardupe(tmp, "check", str(tmp_path / "nope.html"))
     assert missing.returncode == 2
     assert "neither an http(s) URL nor a readable file" in missing.stderr
 
 
-def test_import_builds_an_index_of_the_kept_items(crawl: tuple[Path, CrawlResult]) -> None:
+def test_import_builds_an_index_of_the_kept_items(
+    crawl: tuple[Path, CrawlResult], tmp_path: Path
+) -> None:
     tmp, result = crawl
     items = result.items
     copies = items[:5]
-    feed = tmp / "feed.jsonl"
+    feed = tmp_path / "feed.jsonl"
     with feed.open("w", encoding="utf-8") as f:
         for item in items:
             f.write(json.dumps({"link": item["url"], "body": item["text"]}) + "\n")
@@ -251,7 +255,7 @@ def test_import_builds_an_index_of_the_kept_items(crawl: tuple[Path, CrawlResult
             f.write(json.dumps(copy) + "\n")
         f.write(json.dumps({"link": "http://example.com/short", "body": "Too short."}) + "\n")
         f.write(json.dumps({"link": "http://example.com/none"}) + "\n")
-    index, out = tmp / "imported", tmp / "import-decisions.jsonl"
+    index, out = tmp_path / "imported", tmp_path / "import-decisions.jsonl"
     args = ["--url-field", "link", "--text-field", "body", "--json", "--workers", "2"]
     proc = neardupe(tmp, "import", str(feed), *args, "-o", str(out), index=index)
     assert proc.returncode == 0, proc.stderr
@@ -299,9 +303,9 @@ def test_report_links_only_web_urls(tmp_path: Path) -> None:
     assert "javascript:alert(document.domain)" in html and "href='javascript" not in html
 
 
-def test_html_report(crawl: tuple[Path, CrawlResult]) -> None:
+def test_html_report(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
     tmp, result = crawl
-    html_path = tmp / "report.html"
+    html_path = tmp_path / "report.html"
     proc = neardupe(tmp, "report", "-o", str(html_path), "--report", str(tmp / "report.jsonl"))
     assert proc.returncode == 0, proc.stderr
     html = html_path.read_text(encoding="utf-8")
@@ -313,7 +317,7 @@ def test_html_report(crawl: tuple[Path, CrawlResult]) -> None:
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed")
-    shot, profile = tmp / "shot.png", tmp / "chromium-profile"
+    shot, profile = tmp_path / "shot.png", tmp_path / "chromium-profile"
     command = [
         CHROMIUM,
         "--headless",

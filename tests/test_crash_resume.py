@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -213,11 +214,12 @@ def test_second_crawl_on_a_busy_index_is_refused(network, tmp_path: Path) -> Non
     links = "".join(f'<a href="{p}">{p}</a> ' for p in small)
     small["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
     index = tmp_path / "index"
-    with MockServer(small) as server:
+    # The stories wait behind the gate: the first crawl is busy (its index open, its home page
+    # decided) for as long as the second takes to start, however slow the machine.
+    gate = threading.Event()
+    with MockServer(small, gate=gate) as server:
         busy = start_crawl(
-            tmp_path / "busy",
-            f"{server.url}/",
-            _settings(tmp_path / "busy", index, {"DOWNLOAD_DELAY": 0.3, "LOG_LEVEL": "INFO"}),
+            tmp_path / "busy", f"{server.url}/", _settings(tmp_path / "busy", index, {})
         )
         try:
             wait_for_report(busy, tmp_path / "busy" / "report.jsonl", 1)
@@ -227,8 +229,10 @@ def test_second_crawl_on_a_busy_index_is_refused(network, tmp_path: Path) -> Non
                 {"NEARDUPE_INDEX": str(index)},
             )
             assert busy.poll() is None, "the first crawl ended too soon to test the lock"
+            gate.set()
             busy.wait(120)
         finally:
+            gate.set()
             if busy.poll() is None:
                 busy.kill()
                 busy.wait()

@@ -361,7 +361,10 @@ def _race(url: str, cluster: bool, processes: int = 8) -> None:
         brief = ((rng.getrandbits(64), 60), (rng.getrandbits(64), 70))
         groups.append([(bases[100 + 4 * g + v], brief) for v in range(4)])
 
-    ctx = multiprocessing.get_context("spawn")
+    # Fresh processes forked from a server that imported this module once (not 8 imports of
+    # scrapy and nearDupe, ~1.5 s of CPU each; not forked from this threaded test process).
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
     with ctx.Pool(processes) as pool:
         per_process = pool.starmap(
             _crawler, [(url, w, groups, 4, cluster) for w in range(processes)]
