@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import multiprocessing
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,17 +67,53 @@ def run_crawl(
     command = [sys.executable, "-m", "scrapy", *args, "-O", f"{items}:jsonlines"]
     for name, value in merged.items():
         command += ["-s", f"{name}={value}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        command,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=None if max_file_bytes is None else lambda: _limit_files(max_file_bytes),
-    )
+    proc = run_scrapy(command[3:], timeout=timeout, max_file_bytes=max_file_bytes)
     return _result(tmp_path, proc.returncode, proc.stderr)
+
+
+def run_scrapy(
+    args: list[str], timeout: float = 120, max_file_bytes: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy ARGS`` from the repo root in a fresh process: its exit code, stdout, stderr.
+
+    The process is forked from a server that imported Scrapy and nearDupe once
+    (``tests/_preload.py``: ~2 s of CPU saved a process), never from this threaded test
+    process; it runs ``scrapy.cmdline.execute`` as ``python -m scrapy`` would.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tests._preload"])
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        process = context.Process(
+            target=_scrapy_main, args=(args, str(out), str(err), max_file_bytes)
+        )
+        process.start()
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()
+            raise subprocess.TimeoutExpired(["scrapy", *args], timeout)
+        return subprocess.CompletedProcess(
+            ["scrapy", *args],
+            process.exitcode if process.exitcode is not None else -1,
+            out.read_text(errors="replace") if out.exists() else "",
+            err.read_text(errors="replace") if err.exists() else "",
+        )
+
+
+def _scrapy_main(args: list[str], out: str, err: str, max_file_bytes: int | None) -> None:
+    """The forked process: stdout and stderr to files, then Scrapy's command line."""
+    os.chdir(ROOT)
+    os.environ["PYTHONPATH"] = str(ROOT)
+    for fd, path in ((1, out), (2, err)):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+    if max_file_bytes is not None:
+        _limit_files(max_file_bytes)
+    from scrapy.cmdline import execute
+
+    execute(["scrapy", *args])
 
 
 def _result(directory: Path, returncode: int, log: str) -> CrawlResult:

@@ -20,7 +20,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from nearDupe.logstats import NearDupeLogStats
-from tests.crawl import ROOT, CrawlResult, run_crawl, shared_crawl
+from tests.crawl import ROOT, CrawlResult, run_crawl, run_scrapy, shared_crawl
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -39,10 +39,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CrawlResult]:
 
 def neardupe(tmp: Path, *args: str, index: Path | None = None) -> subprocess.CompletedProcess:
     """``python -m scrapy neardupe ARGS`` from the repo root, on the crawl's index."""
-    command = [sys.executable, "-m", "scrapy", "neardupe", *args]
-    command += ["-s", f"NEARDUPE_INDEX={index or tmp / 'index'}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return run_scrapy(["neardupe", *args, "-s", f"NEARDUPE_INDEX={index or tmp / 'index'}"])
 
 
 def decisions(result: CrawlResult) -> dict[str, dict[str, Any]]:
