@@ -71,31 +71,64 @@ def run_crawl(
     return _result(tmp_path, proc.returncode, proc.stderr)
 
 
-def run_scrapy(
-    args: list[str], timeout: float = 120, max_file_bytes: int | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``scrapy ARGS`` from the repo root in a fresh process: its exit code, stdout, stderr.
+class ScrapyProcess:
+    """``scrapy ARGS`` from the repo root in a fresh process, stdout and stderr to files; the
+    parts of :class:`subprocess.Popen` the tests use (pid, poll, wait, kill, returncode).
 
     The process is forked from a server that imported Scrapy and nearDupe once
     (``tests/_preload.py``: ~2 s of CPU saved a process), never from this threaded test
     process; it runs ``scrapy.cmdline.execute`` as ``python -m scrapy`` would.
     """
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests._preload"])
-    with tempfile.TemporaryDirectory() as tmp:
-        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        process = context.Process(
+
+    def __init__(
+        self, args: list[str], out: Path, err: Path, max_file_bytes: int | None = None
+    ) -> None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["tests._preload"])
+        self.args = ["scrapy", *args]
+        self._process = context.Process(
             target=_scrapy_main, args=(args, str(out), str(err), max_file_bytes)
         )
-        process.start()
-        process.join(timeout)
-        if process.is_alive():
-            process.kill()
-            process.join()
-            raise subprocess.TimeoutExpired(["scrapy", *args], timeout)
+        self._process.start()
+        self.pid = self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code (-N: killed by signal N), None while it runs."""
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        """The exit code if it ended, else None."""
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to end; TimeoutExpired if it is still running after ``timeout`` s."""
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return self._process.exitcode
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+        self._process.kill()
+
+
+def run_scrapy(
+    args: list[str], timeout: float = 120, max_file_bytes: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy ARGS`` in a fresh process (see ScrapyProcess): exit code, stdout, stderr."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        process = ScrapyProcess(args, out, err, max_file_bytes)
+        try:
+            code = process.wait(timeout)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         return subprocess.CompletedProcess(
-            ["scrapy", *args],
-            process.exitcode if process.exitcode is not None else -1,
+            process.args,
+            code,
             out.read_text(errors="replace") if out.exists() else "",
             err.read_text(errors="replace") if err.exists() else "",
         )
@@ -106,6 +139,9 @@ def _scrapy_main(args: list[str], out: str, err: str, max_file_bytes: int | None
     os.chdir(ROOT)
     os.environ["PYTHONPATH"] = str(ROOT)
     for fd, path in ((1, out), (2, err)):
+        if fd == 2 and err == out:
+            os.dup2(1, 2)  # one log: one file offset
+            continue
         opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(opened, fd)
         os.close(opened)

@@ -10,8 +10,6 @@ import random
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,7 +24,7 @@ from nearDupe.features import FeatureSettings
 from nearDupe.simhash import hamming
 from nearDupe.store import EmbeddedIndex
 from spiders.demosite.content import ARTICLES_DIR, load_article
-from tests.crawl import ROOT, CrawlResult, assert_refused_at_start, run_crawl
+from tests.crawl import CrawlResult, ScrapyProcess, assert_refused_at_start, run_crawl
 from tests.mockserver import MockServer, Page
 from tests.site import TEMPLATES
 
@@ -80,15 +78,13 @@ def _settings(tmp_path: Path, index: Path, extra: dict[str, Any]) -> dict[str, A
     }
 
 
-def start_crawl(tmp_path: Path, url: str, settings: dict[str, Any]) -> subprocess.Popen[bytes]:
+def start_crawl(tmp_path: Path, url: str, settings: dict[str, Any]) -> ScrapyProcess:
     """``scrapy crawl pages`` in the background, its log in tmp_path/log.txt."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "scrapy", "crawl", "pages", "-a", f"start_url={url}"]
+    args = ["crawl", "pages", "-a", f"start_url={url}"]
     for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(tmp_path / "log.txt", "wb") as log:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+        args += ["-s", f"{name}={value}"]
+    return ScrapyProcess(args, tmp_path / "log.txt", tmp_path / "log.txt")
 
 
 def report_lines(path: Path) -> list[dict[str, Any]]:
@@ -102,7 +98,7 @@ def report_lines(path: Path) -> list[dict[str, Any]]:
     return lines
 
 
-def wait_for_report(proc: subprocess.Popen[bytes], report: Path, lines: int) -> None:
+def wait_for_report(proc: ScrapyProcess, report: Path, lines: int) -> None:
     """Return once the report holds ``lines`` decisions (fail if the crawl ends before)."""
     deadline = time.monotonic() + 90
     while len(report_lines(report)) < lines:
