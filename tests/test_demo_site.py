@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from difflib import SequenceMatcher
@@ -18,6 +16,7 @@ from scrapy import Selector
 from spiders.demosite.content import SITES, placements
 from spiders.demosite.server import DemoSiteServer
 from spiders.spiders.pages import PagesSpider
+from tests import crawl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,12 +48,12 @@ def similarity(a: list[str], b: list[str]) -> float:
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def run_scrapy(args: list[str], tmp_path: Path) -> list[dict[str, str]]:
+def scrapy_items(args: list[str], tmp_path: Path) -> list[dict[str, str]]:
     """Run ``scrapy <args>`` from the repo root without the nearDupe add-on; return the items."""
     out = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "scrapy", *args, "-s", "ADDONS={}", "-O", str(out)]
+    command = [*args, "-s", "ADDONS={}", "-O", str(out)]
     command += ["-s", "LOG_LEVEL=WARNING", "-s", "TELNETCONSOLE_ENABLED=False"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = crawl.run_scrapy(command, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -146,7 +145,7 @@ def test_server_start_stop() -> None:
 
 
 def test_demo_spider_yields_every_article_page(tmp_path: Path) -> None:
-    items = run_scrapy(["crawl", "demo"], tmp_path)
+    items = scrapy_items(["crawl", "demo"], tmp_path)
     assert len(items) == ARTICLE_PAGES
     assert len({item["url"] for item in items}) == ARTICLE_PAGES
     for item in items:
@@ -165,14 +164,14 @@ def test_demo_spider_yields_every_article_page(tmp_path: Path) -> None:
 
 
 def test_pages_spider_yields_every_html_page(server, tmp_path: Path) -> None:
-    items = run_scrapy(["crawl", "pages", "-a", f"start_url={server.url}/"], tmp_path)
+    items = scrapy_items(["crawl", "pages", "-a", f"start_url={server.url}/"], tmp_path)
     # 28 article pages + home + 5 site indexes + contact; the JSON feed is skipped.
     assert len(items) == ARTICLE_PAGES + 7
     assert not any(item["url"].endswith(".json") for item in items)
 
 
 def test_pages_spider_stops_at_max_pages(server, tmp_path: Path) -> None:
-    items = run_scrapy(
+    items = scrapy_items(
         ["crawl", "pages", "-a", f"start_url={server.url}/", "-a", "max_pages=5"], tmp_path
     )
     assert len(items) == 5
