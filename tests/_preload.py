@@ -1,21 +1,49 @@
 """What the process that forks the tests' crawls and commands imports once (tests/crawl.py):
-Scrapy, Twisted (no reactor installed), lxml, readability, numpy, numba and nearDupe's
-components with their compiled kernels loaded, ~2 s of CPU a process otherwise."""
+Scrapy and the components a crawl loads, lxml, readability, aiohttp (the demo site's server),
+numpy, numba and nearDupe with its compiled kernels loaded (~2 s of CPU a process otherwise).
+No Twisted reactor is installed here: each crawl installs its own."""
 
-import scrapy.cmdline
-import scrapy.crawler
-import scrapy.extensions.feedexport
-import scrapy.spiders
+import importlib
+import sys
 
 import nearDupe.addon
 import nearDupe.commands
+import nearDupe.links
 import nearDupe.middleware
 import nearDupe.pipeline
 import nearDupe.store.embedded
 import nearDupe.text
 from nearDupe import _kernels, _sample_kernels
 
+_MODULES = [
+    "aiohttp.web",
+    "requests",
+    "tldextract",
+    "scrapy.cmdline",
+    "scrapy.commands.crawl",
+    "scrapy.core.downloader.handlers.http11",
+    "scrapy.core.downloader.handlers.file",
+    "scrapy.core.downloader.handlers.datauri",
+    "scrapy.downloadermiddlewares.cookies",
+    "scrapy.downloadermiddlewares.httpcompression",
+    "scrapy.downloadermiddlewares.offsite",
+    "scrapy.downloadermiddlewares.redirect",
+    "scrapy.downloadermiddlewares.retry",
+    "scrapy.downloadermiddlewares.robotstxt",
+    "scrapy.extensions.feedexport",
+    "scrapy.extensions.telnet",
+    "scrapy.extensions.memusage",
+    "scrapy.pqueues",
+    "scrapy.squeues",
+    "scrapy.spidermiddlewares.referer",
+    "scrapy.spidermiddlewares.depth",
+    "spiders.spiders.demo",
+    "spiders.spiders.pages",
+]
+for name in _MODULES:
+    importlib.import_module(name)
 _kernels.warm_up()
 _sample_kernels.warm_up()
+assert "twisted.internet.reactor" not in sys.modules, "a crawl installs its own reactor"
 
-__all__ = ["nearDupe", "scrapy"]
+__all__ = ["nearDupe"]
