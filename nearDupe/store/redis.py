@@ -10,7 +10,8 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    the fingerprint permuted by table t (hex): per fingerprint,
                                    its permuted bits below the prefix (6 bytes at 16 or 20 bits)
     name:{p.<prefix>}      STRING  page bucket for the leading ``page_bits`` of the fingerprint:
-                                   per page, the fingerprint's low 6 bytes, the signature (8;
+                                   per page, the fingerprint's low 6 bytes, its writer (4:
+                                   see below), the signature (8;
                                    flagged in the tail count), its sketch's letters (3 + 3) and
                                    tail count (1), the length (2) of its tails (base.Sketch) and
                                    key, which follow
@@ -20,8 +21,6 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    the page's fingerprint (9 B; its holders are the page records
                                    whose fingerprint starts with them)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
-    <page bucket>:mark.<token>  STRING  the ordinal of the page record the check with that
-                                   token appended (PX expiry: see below)
 
 This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
 fingerprints within distance k share the leading prefix of at least one table, so a query only
@@ -54,14 +53,14 @@ under some of them), so two such checks both need one lease: the second reads th
 after the first's writes, which end its lease.  The page record is acknowledged before any
 fingerprint leading to it is written.  A crawler stalled past its lease (``lease_seconds``,
 default LEASE_SECONDS) finds at step 3 that a lease is gone and starts again from step 1.
-A check knows whether an earlier attempt of its own wrote the page record: the commit answers
-its ordinal, and the script that appends it also sets a mark (``<page bucket>:mark.<token>``,
-expiring after MARK_SECONDS) that a retry whose reply was lost reads.  A retry leaves its own
-record out of the reading, so it decides as the first attempt would have: a match found now
-(a page stored while its leases were lost) removes its record; none completes its missing
-records (records are never appended twice).  Another crawler's record of the same URL and
-text is never taken for the check's own.  A page with many sentences leases many buckets:
-the cost of a check grows with them (~2 Redis calls each).
+A page record carries its writer (the first bytes of the check's token), so a retry (a lost
+reply, a lost lease) leaves its own record out of what it reads and decides as its first
+attempt would have: a match found now (a page stored while its leases were lost) removes its
+record; none completes its missing records (the commit appends the page record only if no
+record with its fingerprint and writer is there; other records are never appended twice).
+Another crawler's record of the same URL and text is never taken for the check's own.  A page
+with many sentences leases many buckets: the cost of a check grows with them (~2 Redis calls
+each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
@@ -100,34 +99,24 @@ from nearDupe.store.base import (
     storable_key,
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_leases import (
-    LeaseLost,
-    PageWrite,
-    Writes,
-    acquire,
-    commit,
-    release,
-)
+from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
 from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
 from nearDupe.store.redis_records import (
     SENTENCE_RECORD,
+    WRITER,
     page_record,
+    record_id,
     sentence_record,
 )
-
-#: How long a check's mark of its written page record lasts: longer than any check's retries
-#: (retry_seconds, a few lease expiries), and at most ~100 B per check for that long.
-MARK_SECONDS = 60.0
-MARK_LEASES = 20
 
 
 @dataclass
 class _Call:
-    """One check-and-add across its attempts: its lease token, and the ordinal of the page
-    record it appended once known (an attempt that saw its commit answered)."""
+    """One check-and-add across its attempts: its lease token (its first WRITER bytes mark
+    its page record), and whether an attempt sent that record."""
 
     token: bytes
-    nth: int | None = None
+    sent: bool = False
 
 
 class RedisStore(RedisBulkIndex):
@@ -143,55 +132,41 @@ class RedisStore(RedisBulkIndex):
         key = storable_key(key)
         call = _Call(os.urandom(8))
 
-        async def attempt(retried: bool) -> Match | None:
-            again = retried
+        async def attempt(_retried: bool) -> Match | None:
             while True:
                 await self._ensure_ready()
                 try:
-                    return await self._check_once(fp, key, signature, sentences, call, again)
+                    return await self._check_once(fp, key, signature, sentences, call)
                 except LeaseLost:
-                    again = True
+                    pass
 
         return await self._retrying("check_and_add", attempt)
 
     async def _check_once(
-        self,
-        fp: int,
-        key: str,
-        signature: int | None,
-        sentences: Sentences,
-        call: _Call,
-        retried: bool,
+        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
     ) -> Match | None:
         """One pass of the protocol (see module); raises LeaseLost to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token = call.token
-        mark = self.layout.mark_key(fp, token)
-
-        def extra(pipe: Any) -> None:
-            pipe.exists(self._header_key)
-            if retried and call.nth is None:
-                pipe.get(mark)  # whether an attempt whose reply was lost wrote the page
-
-        values, (headed, *marked) = await acquire(
-            self.pipes, keys, token, lease_seconds=self.lease_seconds, extra=extra
+        values, (headed,) = await acquire(
+            self.pipes,
+            keys,
+            token,
+            lease_seconds=self.lease_seconds,
+            extra=lambda pipe: pipe.exists(self._header_key),
         )
-        if marked and marked[0] is not None:
-            call.nth = int(marked[0])
         try:
             if not headed:
                 self._emptied()
                 raise LeaseLost
-            reading = read(self.layout, fp, self.k, sentences, values)
+            reading = read(self.layout, fp, self.k, sentences, values, own=token[:WRITER])
             await fetch_pages(self.pipes, self.layout, reading)
-            if call.nth is not None:
-                reading.own = fp, call.nth
             match = self._match(reading, signature, sentences)
         except BaseException:
             await release(self.pipes, keys, token)
             raise
         if match is not None:
-            await self._undo(fp, key, signature, sentences, call)
+            await self._undo(fp, call)
             await release(self.pipes, keys, token)
             return match
         await self._record(fp, key, signature, sentences, call, keys, reading)
@@ -218,7 +193,7 @@ class RedisStore(RedisBulkIndex):
         """Write the page (its page record first, unless an earlier attempt did), ending the
         leases."""
         sample = recorded(sentences, reading.crowded)
-        page = self._page_write(fp, key, signature, sentences, call)
+        record = page_record(fp, key, signature, sketch_of(sentences), call.token[:WRITER])
         writes: Writes = {}
         for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
             if not reading.present[t]:
@@ -226,40 +201,22 @@ class RedisStore(RedisBulkIndex):
         for h, _ in sample:
             bucket = self.layout.sentence_key(h)
             writes.setdefault(bucket, (SENTENCE_RECORD, []))[1].append(sentence_record(h, fp))
-        try:
-            call.nth, _added = await commit(
-                self.pipes, page, keys, writes, call.token, self._count_key
-            )
-        except LeaseLost as lost:
-            if lost.nth is not None:
-                call.nth = lost.nth
-            raise
+        call.sent = True
+        page = self.layout.page_key(fp), record
+        await commit(self.pipes, page, keys, writes, call.token, self._count_key)
 
-    def _page_write(
-        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
-    ) -> PageWrite:
-        """The page record of this call and the mark of its writing."""
-        record = page_record(fp, key, signature, sketch_of(sentences))
-        mark_ms = int(max(MARK_SECONDS, MARK_LEASES * self.lease_seconds) * 1000)
-        return PageWrite(
-            self.layout.page_key(fp), record, self.layout.mark_key(fp, call.token), mark_ms,
-            call.nth,
-        )  # fmt: skip
-
-    async def _undo(
-        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
-    ) -> None:
-        """Remove the page record an earlier attempt of this call wrote before it lost a lease
-        (the fingerprint and sentence records it may have written lead to no page then)."""
-        if call.nth is None:
+    async def _undo(self, fp: int, call: _Call) -> None:
+        """Remove the page record an earlier attempt of this call may have written before it
+        lost a lease (its fingerprint and sentence records then lead to no page)."""
+        if not call.sent:
             return
-        page = self._page_write(fp, key, signature, sentences, call)
+        bucket, mine = self.layout.page_key(fp), record_id(fp, call.token[:WRITER])
         removed = await self.pipes.run(
-            lambda pipe: self.pipes.script(pipe, "remove", [page.bucket], [page.record, call.nth])
+            lambda pipe: self.pipes.script(pipe, "remove", [bucket], [mine])
         )
         if int(removed[0]):  # counted when it was appended
             await self.client.decr(self._count_key)
-        call.nth = None
+        call.sent = False
 
     async def query(
         self,

@@ -181,13 +181,6 @@ class Layout:
         """The key of the sentence bucket holding the pages recorded under ``sentence``."""
         return f"{self.name}:{{s.{sentence >> self.sentence_shift:x}}}"
 
-    def mark_key(self, fp: int, token: bytes) -> str:
-        """The key marking that the check with ``token`` appended its page record (in the
-        page bucket's slot, so the same script writes both)."""
-        return f"{self.page_key(fp)}{MARK}{token.hex()}"
-
 
 #: Suffix of a bucket's lease key (same hash tag, so the same slot and node).
 LEASE = ":lease"
-#: Suffix (before the check's token) of the key marking a check's written page record.
-MARK = ":mark."

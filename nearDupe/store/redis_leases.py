@@ -13,7 +13,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from nearDupe.errors import StoreUnavailable
 from nearDupe.store.redis_pipes import Pipes
@@ -34,11 +34,6 @@ LONGEST_WAIT = 0.02
 
 class LeaseLost(Exception):
     """A lease expired before the crawler holding it wrote (it starts its check again)."""
-
-    def __init__(self, nth: int | None = None) -> None:
-        super().__init__("lease lost")
-        #: The page record's ordinal if it was written before the loss was found.
-        self.nth = nth
 
 
 async def acquire(
@@ -89,26 +84,10 @@ async def acquire(
 Writes = dict[str, tuple[int, list[bytes]]]
 
 
-class PageWrite(NamedTuple):
-    """The page record a commit appends, and the mark that tells a retry of the call that it
-    did (the mark's key is in the page bucket's slot; it expires after ``mark_ms``)."""
-
-    bucket: str
-    record: bytes
-    mark: str
-    mark_ms: int
-    #: The record's ordinal if this call is known to have appended it already.
-    nth: int | None = None
-
-
 def _commit_args(
-    token: bytes, page: PageWrite | None, count: str, group: list[str], writes: Writes
+    token: bytes, page: tuple[str, bytes] | None, count: str, group: list[str], writes: Writes
 ) -> list[Any]:
-    if page is None:
-        args: list[Any] = [token, "", b"", -1, count, "", 0]
-    else:
-        known = -1 if page.nth is None else page.nth
-        args = [token, page.bucket, page.record, known, count, page.mark, page.mark_ms]
+    args: list[Any] = [token, *(page or ("", b"")), count]
     for key in group:
         size, records = writes.get(key, (0, []))
         args += [key, size, len(records), *records]
@@ -124,19 +103,18 @@ async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
 
 async def commit(
     pipes: Pipes,
-    page: PageWrite,
+    page: tuple[str, bytes],
     keys: Sequence[str],
     writes: Writes,
     token: bytes,
     count: str,
-) -> tuple[int, bool]:
-    """Write the page record (unless this call did already), then ``writes`` into the leased
-    ``keys``, ending the leases: first on the page bucket's node, then on the others (so the
-    page record is stored before any fingerprint leading to it).  The counter ``count`` goes
-    up with the page record (in its script if on its node).  Returns the page record's
-    ordinal and whether it was appended now; raises :class:`LeaseLost` if a lease was no
-    longer this token's."""
-    groups = await pipes.by_node([page.bucket, count, *keys])
+) -> None:
+    """Write the page record (``page``: its bucket and record; unless this call did already),
+    then ``writes`` into the leased ``keys``, ending the leases: first on the page bucket's
+    node, then on the others (so the page record is stored before any fingerprint leading to
+    it).  The counter ``count`` goes up with the page record (in its script if on its node).
+    Raises :class:`LeaseLost` if a lease was no longer this token's."""
+    groups = await pipes.by_node([page[0], count, *keys])
     first = [k for k in groups[0][1:] if k != count]
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
@@ -146,7 +124,7 @@ async def commit(
     )
     if not int(reply[0]):
         raise LeaseLost
-    nth, added = int(reply[1]), bool(int(reply[2]))
+    added = bool(int(reply[1]))
     calls = [(g, _commit_args(token, None, "", g, writes)) for g in others if g]
     if calls or (added and not local):
 
@@ -158,5 +136,4 @@ async def commit(
 
         replies = await pipes.run(build)
         if not all(int(r[0]) for r in replies[: len(calls)]):
-            raise LeaseLost(nth)
-    return nth, added
+            raise LeaseLost

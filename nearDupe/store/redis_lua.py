@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 
 from nearDupe.store.redis_layout import LEASE
-from nearDupe.store.redis_records import LENGTH, PAGE_HEAD, STORED_FP
+from nearDupe.store.redis_records import LENGTH, PAGE_HEAD, STORED_FP, WRITER
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
 _CONSTANTS = {
     "STORED_FP": str(STORED_FP),
+    "WRITER": str(WRITER),
     "LENGTH": str(LENGTH),
     "PAGE_HEAD": str(PAGE_HEAD),
     "LEASE": f"'{LEASE}'",
@@ -67,43 +68,37 @@ return out
 """
 )
 
-# ARGV: token, page bucket ('' for none), page record, its ordinal among the records of its
-# fingerprint if this call appended it already (else -1), the counter to raise if the page
-# record is appended ('' for none: on another node), the call's mark and its expiry (ms), then
-# per leased key: key, record size, record count, records.  If every lease is
-# still this token's: append the page record unless this call did already (its mark holds
-# the ordinal: a retry whose reply was lost), mark the call, then append each key's records
-# not there yet, end the leases and return {1, ordinal, 1 if the page record was appended}.
-# Else write nothing: {0}.  Identical page records of two calls are two records.
+# ARGV: token, page bucket ('' for none), page record, the counter to raise if the page
+# record is appended ('' for none: on another node), then per leased key: key, record size,
+# record count, records.  If every lease is still this token's: append the page record unless
+# a record with its fingerprint and writer is there (this call's, from an attempt whose reply
+# was lost), then each key's records not there yet, end the leases and return {1, 1 if the
+# page record was appended now}.  Else write nothing: {0}.
 LUA_COMMIT = _fill(
     _CROSS_SLOT
     + _RECORDS
     + """
 local token = ARGV[1]
-local i = 8
+local i = 5
 while i <= #ARGV do
   if redis.call('GET', ARGV[i] .. LEASE) ~= token then return {0} end
   i = i + 3 + tonumber(ARGV[i + 2])
 end
-local nth, added = tonumber(ARGV[4]), 0
+local added = 0
 if ARGV[2] ~= '' then
-  local mark = redis.call('GET', ARGV[6])
-  if mark then
-    nth = tonumber(mark)
-  elseif nth < 0 then
-    local v, fp, j = redis.call('GET', ARGV[2]) or '', string.sub(ARGV[3], 1, STORED_FP), 1
-    nth = 0
-    while j <= #v do
-      if string.sub(v, j, j + STORED_FP - 1) == fp then nth = nth + 1 end
-      j = record_end(v, j) + 1
-    end
-    redis.call('SET', ARGV[2], v .. ARGV[3])
-    added = 1
-    if ARGV[5] ~= '' then redis.call('INCR', ARGV[5]) end
+  local v, rec, j = redis.call('GET', ARGV[2]) or '', ARGV[3], 1
+  local id, found = string.sub(rec, 1, STORED_FP + WRITER), false
+  while j <= #v do
+    if string.sub(v, j, j + STORED_FP + WRITER - 1) == id then found = true break end
+    j = record_end(v, j) + 1
   end
-  redis.call('SET', ARGV[6], nth, 'PX', ARGV[7])
+  if not found then
+    redis.call('SET', ARGV[2], v .. rec)
+    added = 1
+    if ARGV[4] ~= '' then redis.call('INCR', ARGV[4]) end
+  end
 end
-i = 8
+i = 5
 while i <= #ARGV do
   local key, size, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if n > 0 then
@@ -117,7 +112,7 @@ while i <= #ARGV do
   redis.call('DEL', key .. LEASE)
   i = i + 3 + n
 end
-return {1, nth, added}
+return {1, added}
 """
 )
 
@@ -140,7 +135,7 @@ return out
 """
 )
 
-# KEYS: page bucket.  ARGV: page record, its ordinal among the records of its fingerprint.
+# KEYS: page bucket.  ARGV: a page record's fingerprint and writer (its first bytes).
 # Removes that record if it is there (undoing the write of a check whose lease expired);
 # returns 1 if it was.
 LUA_REMOVE = _fill(
@@ -148,17 +143,12 @@ LUA_REMOVE = _fill(
     + """
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local rec, left, i = ARGV[1], tonumber(ARGV[2]), 1
-local fp = string.sub(rec, 1, STORED_FP)
+local id, i = ARGV[1], 1
 while i <= #v do
   local e = record_end(v, i)
-  if string.sub(v, i, i + STORED_FP - 1) == fp then
-    if left == 0 then
-      if string.sub(v, i, e) ~= rec then return 0 end
-      redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
-      return 1
-    end
-    left = left - 1
+  if string.sub(v, i, i + #id - 1) == id then
+    redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
+    return 1
   end
   i = e + 1
 end

@@ -43,39 +43,41 @@ class Reading:
     #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
     crowded: set[int]
     pages: dict[int, list[PageRecord]] = field(default_factory=dict)
-    #: (fingerprint, ordinal) of the page record this check itself wrote in an earlier
-    #: attempt: left out of the answers, so that a retry decides as the first attempt did.
-    own: tuple[int, int] | None = None
+    #: The writer of this check's own page records (see redis_records.WRITER): a record an
+    #: earlier attempt wrote is left out of the answers, so a retry decides as it would have.
+    own: bytes = b""
 
     def holders(self) -> list[Holder]:
         """The stored pages recorded under one of the query's sentences."""
-        by_tag: dict[int, list[tuple[int, int]]] = {}
+        by_tag: dict[int, list[PageRecord]] = {}
         for fp, records in self.pages.items():
-            by_tag.setdefault(page_tag(fp), []).extend((fp, nth) for nth in range(len(records)))
-        out = []
-        for h, tag in self.rows:
-            for fp, nth in by_tag.get(tag, []):
-                if (fp, nth) != self.own:
-                    r = self.pages[fp][nth]
-                    out.append(Holder(h, r.key, fp, r.sketch))
-        return out
+            by_tag.setdefault(page_tag(fp), []).extend(records)
+        return [
+            Holder(h, r.key, r.fp, r.sketch) for h, tag in self.rows for r in by_tag.get(tag, [])
+        ]
 
     def confirmed(self, signature: int | None, confirm_k: int) -> list[Match]:
         """Per stored fingerprint within k, nearest first: its first page ``signature``
         confirms."""
         out = []
         for d, fp in self.near:
-            for nth, r in enumerate(self.pages.get(fp, [])):
-                if (fp, nth) != self.own and confirmed(r.signature, signature, d, confirm_k):
+            for r in self.pages.get(fp, []):
+                if confirmed(r.signature, signature, d, confirm_k):
                     out.append(Match(r.key, fp, d))
                     break
         return out
 
 
 def read(
-    layout: Layout, fp: int, k: int, sentences: Sentences, values: dict[str, bytes]
+    layout: Layout,
+    fp: int,
+    k: int,
+    sentences: Sentences,
+    values: dict[str, bytes],
+    own: bytes = b"",
 ) -> Reading:
-    """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes)."""
+    """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes);
+    ``own``: see Reading.own."""
     near, present = layout.near(fp, k, values)
     rows: list[tuple[int, int]] = []
     crowded = set()
@@ -85,7 +87,7 @@ def read(
         if len(mine) >= SENTENCE_HOLDERS:
             crowded.add(h)
         rows += [(h, int(tag)) for tag in mine]
-    return Reading(fp, near, present, rows, crowded)
+    return Reading(fp, near, present, rows, crowded, own=own)
 
 
 async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
@@ -98,5 +100,6 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     values = await pipes.get_all(sorted(keys))
     for key, value in values.items():
         for record in page_records(value or b"", layout.page_key_top(key)):
-            if record.fp in near or page_tag(record.fp) in tags:
+            mine = reading.own and record.writer == reading.own
+            if not mine and (record.fp in near or page_tag(record.fp) in tags):
                 reading.pages.setdefault(record.fp, []).append(record)

@@ -16,16 +16,19 @@ FP = 8
 #: Bytes of a page record's fingerprint: its low 48 bits (its page bucket's key holds the top
 #: ones; a layout's page buckets take at least 64 - 8 * STORED_FP bits).
 STORED_FP = 6
+#: Bytes of a page record's writer: the first bytes of the check's token (zero from a bulk
+#: load), so that a retried check knows its own record from another crawler's of the same URL.
+WRITER = 4
 #: Bytes of a letter count (big-endian; counts above 2^24 - 1 are stored as that).
 LETTERS = 3
 #: Bytes of a key's length before the key (big-endian): URLs are cut below 64 KiB.
 LENGTH = 2
 #: Flag of the tail-count byte: a signature is stored (else its 8 bytes are zero).
 SIGNED = 0x80
-#: Bytes of a page record's head: fingerprint, signature, its sketch's letters and sketched
-#: letters, the tail count (with SIGNED), and the length of what follows (the tails, then the
-#: key).
-PAGE_HEAD = STORED_FP + FP + 2 * LETTERS + 1 + LENGTH
+#: Bytes of a page record's head: fingerprint, writer, signature, its sketch's letters and
+#: sketched letters, the tail count (with SIGNED), and the length of what follows (the tails,
+#: then the key).
+PAGE_HEAD = STORED_FP + WRITER + FP + 2 * LETTERS + 1 + LENGTH
 #: Bytes of a sentence record's hash: its low 32 bits (the bucket's key holds the top ones; the
 #: bits between are not kept: a false holder, ~150 records / 2^32 per query sentence, is
 #: judged by its sketch like any other).
@@ -48,15 +51,19 @@ class PageRecord(NamedTuple):
     key: str
     signature: int | None
     sketch: Sketch
+    writer: bytes
 
 
-def page_record(fp: int, key: str, signature: int | None, sketch: Sketch) -> bytes:
-    """One page as its page bucket stores it."""
+def page_record(
+    fp: int, key: str, signature: int | None, sketch: Sketch, writer: bytes = bytes(WRITER)
+) -> bytes:
+    """One page as its page bucket stores it (``writer``: see WRITER)."""
     raw = sketch.tails + key.encode()[: 2 ** (8 * LENGTH) - 1 - len(sketch.tails)]
     most = 2 ** (8 * LETTERS) - 1
     count = len(sketch.tails) // TAIL_BYTES | (0 if signature is None else SIGNED)
     return (
         fp.to_bytes(FP, "big")[FP - STORED_FP :]
+        + writer[:WRITER].ljust(WRITER, b"\0")
         + (signature or 0).to_bytes(FP, "big")
         + min(sketch.letters, most).to_bytes(LETTERS, "big")
         + min(sketch.sketched, most).to_bytes(LETTERS, "big")
@@ -74,6 +81,8 @@ def page_records(value: bytes, top: int) -> list[PageRecord]:
     while i + PAGE_HEAD <= len(value):
         j = i + STORED_FP
         fp = top | int.from_bytes(value[i:j], "big")
+        writer = value[j : j + WRITER]
+        j += WRITER
         signature = int.from_bytes(value[j : j + FP], "big")
         j += FP
         letters = int.from_bytes(value[j : j + LETTERS], "big")
@@ -83,9 +92,14 @@ def page_records(value: bytes, top: int) -> list[PageRecord]:
         n = int.from_bytes(value[i + PAGE_HEAD - LENGTH : i + PAGE_HEAD], "big")
         key = value[tails_end : i + PAGE_HEAD + n].decode()
         sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
-        out.append(PageRecord(fp, key, signature if count & SIGNED else None, sketch))
+        out.append(PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer))
         i += PAGE_HEAD + n
     return out
+
+
+def record_id(fp: int, writer: bytes) -> bytes:
+    """The first bytes of a page record: its fingerprint and writer (see WRITER)."""
+    return fp.to_bytes(FP, "big")[FP - STORED_FP :] + writer[:WRITER].ljust(WRITER, b"\0")
 
 
 def page_tag(fp: int) -> int:
