@@ -169,10 +169,6 @@ class Layout:
         """The key of the page bucket holding the pages of ``fp``."""
         return f"{self.name}:{{p.{fp >> self.page_shift:x}}}"
 
-    def page_top(self, fp: int) -> int:
-        """The fingerprint bits that ``fp``'s page bucket key holds (a record keeps the rest)."""
-        return fp >> self.page_shift << self.page_shift
-
     def page_key_top(self, key: str) -> int:
         """The fingerprint bits that a page bucket's ``key`` holds."""
         return int(key[key.rindex(".") + 1 : -1], 16) << self.page_shift

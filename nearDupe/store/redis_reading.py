@@ -16,6 +16,7 @@ from nearDupe.store.redis_records import (
     PageRecord,
     page_records,
     page_tag,
+    sentence_low,
     sentence_records,
 )
 
@@ -83,7 +84,7 @@ def read(
     crowded = set()
     for h, _ in sorted(sentences):
         stored, tags = sentence_records(values.get(layout.sentence_key(h), b""))
-        mine = tags[stored == np.uint64(h & 0xFFFFFFFF)]
+        mine = tags[stored == np.uint64(sentence_low(h))]
         if len(mine) >= SENTENCE_HOLDERS:
             crowded.add(h)
         rows += [(h, int(tag)) for tag in mine]

@@ -33,6 +33,7 @@ PAGE_HEAD = STORED_FP + WRITER + FP + 2 * LETTERS + 1 + LENGTH
 #: bits between are not kept: a false holder, ~150 records / 2^32 per query sentence, is
 #: judged by its sketch like any other).
 SENTENCE = 4
+_SENTENCE_MASK = (1 << 8 * SENTENCE) - 1
 #: Bytes of a sentence record's page: the top 40 bits of the page's fingerprint (they name its
 #: page bucket, and the page records there whose fingerprint starts with them are its holders).
 PAGE_TAG = 5
@@ -62,8 +63,7 @@ def page_record(
     most = 2 ** (8 * LETTERS) - 1
     count = len(sketch.tails) // TAIL_BYTES | (0 if signature is None else SIGNED)
     return (
-        fp.to_bytes(FP, "big")[FP - STORED_FP :]
-        + writer[:WRITER].ljust(WRITER, b"\0")
+        record_id(fp, writer)
         + (signature or 0).to_bytes(FP, "big")
         + min(sketch.letters, most).to_bytes(LETTERS, "big")
         + min(sketch.sketched, most).to_bytes(LETTERS, "big")
@@ -75,7 +75,7 @@ def page_record(
 
 def page_records(value: bytes, top: int) -> list[PageRecord]:
     """Every page in a page bucket, oldest first (``top``: the bucket's fingerprint bits, as
-    :meth:`~nearDupe.store.redis_layout.Layout.page_top` gives them)."""
+    :meth:`~nearDupe.store.redis_layout.Layout.page_key_top` gives them)."""
     out = []
     i = 0
     while i + PAGE_HEAD <= len(value):
@@ -102,6 +102,11 @@ def record_id(fp: int, writer: bytes) -> bytes:
     return fp.to_bytes(FP, "big")[FP - STORED_FP :] + writer[:WRITER].ljust(WRITER, b"\0")
 
 
+def sentence_low(sentence: int) -> int:
+    """The bits of a sentence hash that its records keep (see SENTENCE)."""
+    return sentence & _SENTENCE_MASK
+
+
 def page_tag(fp: int) -> int:
     """The top bits of a fingerprint that a sentence record keeps."""
     return fp >> TAG_SHIFT
@@ -109,7 +114,7 @@ def page_tag(fp: int) -> int:
 
 def sentence_record(sentence: int, fp: int) -> bytes:
     """A page recorded under one sentence: the hash's low bits and the page's tag."""
-    return (sentence & 0xFFFFFFFF).to_bytes(SENTENCE, "big") + page_tag(fp).to_bytes(
+    return sentence_low(sentence).to_bytes(SENTENCE, "big") + page_tag(fp).to_bytes(
         PAGE_TAG, "big"
     )
 
@@ -127,7 +132,7 @@ def sentence_records(value: bytes) -> tuple[np.ndarray, np.ndarray]:
 def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
     """The sentence records of pages ``fps`` under ``sentences`` (uint64 arrays), packed."""
     table = np.zeros(len(sentences), dtype=_SENTENCE_DTYPE)
-    table["sentence"] = sentences & np.uint64(0xFFFFFFFF)
+    table["sentence"] = sentences & np.uint64(_SENTENCE_MASK)
     tags = (fps >> np.uint64(TAG_SHIFT)).astype(">u8").view(np.uint8).reshape(-1, FP)
     table["page"] = tags[:, FP - PAGE_TAG :]
     return table.tobytes()
