@@ -160,6 +160,30 @@ def test_add_many_bulk_load(server: RedisServer) -> None:
     asyncio.run(body())
 
 
+def test_checks_started_while_the_scripts_load_wait_for_all_of_them(server: RedisServer) -> None:
+    """A crawl's first items arrive together: a check begun while another is still loading
+    the scripts waits for the whole load, and never calls a script Redis does not hold."""
+
+    async def body() -> None:
+        rng = random.Random(8)
+        fps = [rng.getrandbits(64) for _ in range(40)]
+        async with RedisStore.from_url(server.url, IndexHeader(), name="first") as earlier:
+            for i, fp in enumerate(fps):
+                assert await earlier.check_and_add(fp, f"https://x/{i}") is None
+        store = RedisStore.from_url(server.url, IndexHeader(), name="first")
+        checks = []
+        for i, fp in enumerate(fps):  # one more check every 0.2 ms: some begin mid-load
+            copy = store.check_and_add(flip(fp, 3), f"https://copy/{i}")
+            checks.append(asyncio.ensure_future(copy))
+            await asyncio.sleep(0.0002)
+        found = await asyncio.gather(*checks)
+        assert found == [Match(f"https://x/{i}", fp, 1) for i, fp in enumerate(fps)]
+        assert await store.count() == len(fps)
+        await store.close()
+
+    asyncio.run(body())
+
+
 # -- failures --------------------------------------------------------------------------------
 
 

@@ -172,7 +172,7 @@ class RedisIndex:
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         self._apply_handshake(reply)
-        await self.pipes.load_scripts()
+        await self.pipes.reload_scripts()
 
     def _emptied(self) -> None:
         """The index's header vanished under a running crawl: Redis lost its data (a restart

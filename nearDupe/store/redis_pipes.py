@@ -4,6 +4,7 @@ calls of concurrent checks coalesced into one pipeline per event-loop turn."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -17,6 +18,11 @@ SCRIPTS = {
     "get": LUA_GET,
     "set": LUA_SET,
     "remove": LUA_REMOVE,
+}
+#: Each script's SHA1, as Redis names it: known before any is loaded.
+SHA = {
+    name: hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+    for name, text in SCRIPTS.items()
 }
 
 
@@ -33,20 +39,39 @@ class _Recorder:
 class Pipes:
     """Pipelined calls on a client (grouped per node on a cluster), scripts by SHA."""
 
+    sha = SHA
+
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.sha: dict[str, str] = {}
+        self._loading: asyncio.Future[None] | None = None
         self._queue: list[tuple[list[Any], asyncio.Future[list[Any]]]] = []
 
     async def load_scripts(self) -> None:
-        """Load the scripts (on every primary of a cluster)."""
-        for name, text in SCRIPTS.items():
-            self.sha[name] = await self.client.script_load(text)
+        """Load the scripts (on every primary of a cluster); concurrent callers share one
+        load, and none of them goes on before it is complete."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._load())
+        loading = self._loading
+        try:
+            await asyncio.shield(loading)
+        except BaseException:
+            if self._loading is loading and loading.done():
+                self._loading = None  # a failed load is tried again by the next call
+            raise
+
+    async def reload_scripts(self) -> None:
+        """Load the scripts again (Redis lost them: it restarted)."""
+        if self._loading is not None and self._loading.done():
+            self._loading = None
+        await self.load_scripts()
+
+    async def _load(self) -> None:
+        for text in SCRIPTS.values():
+            await self.client.script_load(text)
 
     async def by_node(self, keys: Iterable[str]) -> list[list[str]]:
         """``keys`` grouped by the node that holds them (one group without a cluster)."""
-        if not self.sha:
-            await self.load_scripts()  # which also learns a cluster's slots
+        await self.load_scripts()  # which also learns a cluster's slots
         locate = getattr(self.client, "get_node_from_key", None)
         groups: dict[str, list[str]] = {}
         for key in keys:
@@ -58,8 +83,7 @@ class Pipes:
         call made in the same event-loop turn (one write, one pipeline: the crawlers' cost
         is mostly system calls, ~0.5 ms each on a busy machine); run again once if Redis lost
         its scripts (restarted): every command put in one is safe to repeat."""
-        if not self.sha:
-            await self.load_scripts()
+        await self.load_scripts()
         for tries in (1, 2):
             recorder = _Recorder()
             build(recorder)
@@ -68,7 +92,7 @@ class Pipes:
             except NoScriptError:
                 if tries == 2:
                     raise
-                await self.load_scripts()
+                await self.reload_scripts()
             except ResponseError as exc:
                 if "non local key" not in str(exc):
                     raise
