@@ -1,14 +1,15 @@
-"""Check-and-add on Redis: main's code (format 2, one slot, Lua scan) against this tree's
-(format 3, buckets over the slots, leases, numpy), side by side, on one node and on a 3-node
-cluster, at each stored size; then issue #15's goal table.
+"""Check-and-add on Redis: an earlier revision's code (``--old``, default main) against this
+tree's, side by side, on one node (and this tree's on a 3-node cluster), at each stored size;
+then issue #15's goal table.
 
-Each code runs in its own subprocesses (PYTHONPATH: main's tree, exported with ``git archive``
+Each code runs in its own subprocesses (PYTHONPATH: the old tree, exported with ``git archive``
 into a temp dir, or this tree).  Per size N: FLUSH, bulk-load N pages (~70-byte URLs, 4
 sentences of 150 letters each, signature = fingerprint), then ``--procs`` processes x
 ``--inflight`` calls check-and-add ``--ops`` pages (half new, half near copies 1-3 bits away
 with the stored page's sentences).  Reported: ops/s, p50/p99 latency, bytes per page (INFO
 used_memory delta / N, per node), server CPU per check (used_cpu_user+sys delta / ops, per node)
-and the capacity that implies (one core per node).
+and the capacity that implies (one core per node), and the crawlers' CPU per check (client us:
+what limits the measured rate when clients and servers share this machine's cores).
 
     python benchmarks/redis_bench.py [--sizes 100000 1000000 10000000] [--ops 20000]
 """
@@ -139,7 +140,7 @@ def _worker(url: str, cluster: bool, n: int, ops: int, seed: int, inflight: int,
             fp = int(rng.integers(0, 2**64, dtype=np.uint64))
             jobs.append((fp, stored_sentences(int(rng.integers(2**40, 2**41)))))
 
-    async def main() -> tuple[list[float], float]:
+    async def main() -> tuple[list[float], float, float]:
         store = _open(url, cluster, max_connections=4 * inflight)
         await store.count()
         latencies: list[float] = []
@@ -150,11 +151,11 @@ def _worker(url: str, cluster: bool, n: int, ops: int, seed: int, inflight: int,
                 await store.check_and_add(fp, f"https://w{seed}.example/{tag}/{i}", fp, sentences)
                 latencies.append(time.perf_counter() - t0)
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(client(jobs[j::inflight], j) for j in range(inflight)))
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         await store.close()
-        return latencies, seconds
+        return latencies, seconds, cpu
 
     out.put(asyncio.run(main()))
 
@@ -172,10 +173,11 @@ def role_run(url: str, cluster: bool, n: int, ops: int, procs: int, inflight: in
     results = [out.get() for _ in workers]
     for w in workers:
         w.join()
-    lat = np.asarray([x for r, _ in results for x in r]) * 1000
-    seconds = max(s for _, s in results)
+    lat = np.asarray([x for r, _, _ in results for x in r]) * 1000
+    seconds = max(s for _, s, _ in results)
     return {
         "rate": len(lat) / seconds,
+        "client_us": sum(c for _, _, c in results) / len(lat) * 1e6,
         "p50": float(np.median(lat)),
         "p99": float(np.percentile(lat, 99)),
         "ops": len(lat),
@@ -250,7 +252,7 @@ def _row(code: str, topology: str, n: int, r: dict) -> str:
     capacity = _capacity(r)
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
-        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {capacity:>10,.0f} "
+        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {capacity:>10,.0f} {r['client_us']:>10,.0f} "
         f"{'' if r['sentences'] else 'no sentences loaded'}"
     )
 
@@ -286,7 +288,8 @@ def main() -> None:
           f"old = {a.old} ({rev}), new = this tree")  # fmt: skip
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'capacity':>10}"
+        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'capacity':>10} "
+        f"{'client us':>10}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}

@@ -12,6 +12,7 @@ from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_records import (
+    SENTENCE_RECORD,
     TAG_SHIFT,
     PageRecord,
     page_records,
@@ -80,15 +81,40 @@ def read(
     """The near fingerprints and sentence holders in the buckets ``values`` (key -> bytes);
     ``own``: see Reading.own."""
     near, present = layout.near(fp, k, values)
+    rows, crowded = _recorded_under(layout, sentences, values)
+    return Reading(fp, near, present, rows, crowded, own=own)
+
+
+def _recorded_under(
+    layout: Layout, sentences: Sentences, values: dict[str, bytes]
+) -> tuple[list[tuple[int, int]], set[int]]:
+    """Reading.rows and Reading.crowded: each sentence bucket parsed once, and every query
+    sentence found in them by one sorted search (records are told apart by bucket and low
+    bits, as a bucket's key holds a hash's top bits)."""
+    ordered = sorted(h for h, _ in sentences)
+    keys = [layout.sentence_key(h) for h in ordered]
+    bucket = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    raw = [values.get(key, b"") for key in bucket]
+    raw = [v[: len(v) - len(v) % SENTENCE_RECORD] for v in raw]
+    stored_ids, stored_tags = sentence_records(b"".join(raw))
+    counts = [len(v) // SENTENCE_RECORD for v in raw]
+    stored_ids |= np.repeat(np.arange(len(raw), dtype=np.uint64), counts) << np.uint64(32)
+    order = np.argsort(stored_ids, kind="stable")  # ties keep the bucket's order
+    stored_ids = stored_ids[order]
+    wanted = np.array(
+        [bucket[key] << 32 | sentence_low(h) for h, key in zip(ordered, keys, strict=True)],
+        dtype=np.uint64,
+    )
+    first = np.searchsorted(stored_ids, wanted, "left")
+    end = np.searchsorted(stored_ids, wanted, "right")
     rows: list[tuple[int, int]] = []
     crowded = set()
-    for h, _ in sorted(sentences):
-        stored, tags = sentence_records(values.get(layout.sentence_key(h), b""))
-        mine = tags[stored == np.uint64(sentence_low(h))]
-        if len(mine) >= SENTENCE_HOLDERS:
+    for i in np.flatnonzero(end > first).tolist():
+        h, found = ordered[i], stored_tags[order[first[i] : end[i]]].tolist()
+        if len(found) >= SENTENCE_HOLDERS:
             crowded.add(h)
-        rows += [(h, int(tag)) for tag in mine]
-    return Reading(fp, near, present, rows, crowded, own=own)
+        rows += [(h, tag) for tag in found]
+    return rows, crowded
 
 
 async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
@@ -99,8 +125,11 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     if not keys:
         return
     values = await pipes.get_all(sorted(keys))
+
+    def wanted(fp: int) -> bool:
+        return fp in near or page_tag(fp) in tags
+
     for key, value in values.items():
-        for record in page_records(value or b"", layout.page_key_top(key)):
-            mine = reading.own and record.writer == reading.own
-            if not mine and (record.fp in near or page_tag(record.fp) in tags):
+        for record in page_records(value or b"", layout.page_key_top(key), wanted):
+            if not (reading.own and record.writer == reading.own):
                 reading.pages.setdefault(record.fp, []).append(record)

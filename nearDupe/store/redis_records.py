@@ -5,6 +5,7 @@ See the key layout in :mod:`nearDupe.store.redis`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -73,28 +74,39 @@ def page_record(
     )
 
 
-def page_records(value: bytes, top: int) -> list[PageRecord]:
-    """Every page in a page bucket, oldest first (``top``: the bucket's fingerprint bits, as
+def page_records(
+    value: bytes, top: int, wanted: Callable[[int], bool] | None = None
+) -> list[PageRecord]:
+    """Every page in a page bucket (or those whose fingerprint is ``wanted``), oldest first
+    (``top``: the bucket's fingerprint bits, as
     :meth:`~nearDupe.store.redis_layout.Layout.page_key_top` gives them)."""
     out = []
     i = 0
     while i + PAGE_HEAD <= len(value):
         j = i + STORED_FP
         fp = top | int.from_bytes(value[i:j], "big")
-        writer = value[j : j + WRITER]
-        j += WRITER
-        signature = int.from_bytes(value[j : j + FP], "big")
-        j += FP
-        letters = int.from_bytes(value[j : j + LETTERS], "big")
-        sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
-        count = value[j + 2 * LETTERS]
-        tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & ~SIGNED)
         n = int.from_bytes(value[i + PAGE_HEAD - LENGTH : i + PAGE_HEAD], "big")
-        key = value[tails_end : i + PAGE_HEAD + n].decode()
-        sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
-        out.append(PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer))
+        if wanted is None or wanted(fp):
+            out.append(_page_record_at(value, i, fp, n))
         i += PAGE_HEAD + n
     return out
+
+
+def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
+    """The page record at byte i of a page bucket (fingerprint ``fp``, ``n`` bytes after its
+    head)."""
+    j = i + STORED_FP
+    writer = value[j : j + WRITER]
+    j += WRITER
+    signature = int.from_bytes(value[j : j + FP], "big")
+    j += FP
+    letters = int.from_bytes(value[j : j + LETTERS], "big")
+    sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
+    count = value[j + 2 * LETTERS]
+    tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & ~SIGNED)
+    key = value[tails_end : i + PAGE_HEAD + n].decode()
+    sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
+    return PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer)
 
 
 def record_id(fp: int, writer: bytes) -> bytes:
@@ -123,10 +135,9 @@ def sentence_records(value: bytes) -> tuple[np.ndarray, np.ndarray]:
     """A sentence bucket's records: the hashes' low 32 bits and the pages' tags (uint64)."""
     usable = len(value) - len(value) % SENTENCE_RECORD
     table = np.frombuffer(value[:usable], dtype=_SENTENCE_DTYPE)
-    tags = np.zeros(len(table), dtype=np.uint64)
-    for byte in range(PAGE_TAG):
-        tags = (tags << np.uint64(8)) | table["page"][:, byte].astype(np.uint64)
-    return table["sentence"].astype(np.uint64), tags
+    wide = np.zeros((len(table), FP), dtype=np.uint8)
+    wide[:, FP - PAGE_TAG :] = table["page"]
+    return table["sentence"].astype(np.uint64), wide.view(">u8").ravel().astype(np.uint64)
 
 
 def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
