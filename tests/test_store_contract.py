@@ -392,6 +392,31 @@ def test_a_follow_up_repeating_background_is_not_a_copy(backend: Backend) -> Non
     run(body)
 
 
+def test_a_long_page_is_looked_up_by_its_smallest_sentences_only(backend: Backend) -> None:
+    """A check reads the holders of LOOKUP_SENTENCES of its sentences (the smallest hashes)
+    and is recorded under none other: a 60-sentence article is found by its copy with 10
+    sentences added, and no sentence beyond its looked-up ones leads to it."""
+    from nearDupe.store.base import LOOKUP_SENTENCES, SAMPLE_SENTENCES, looked_up
+
+    rng = random.Random(31)
+    article = tuple(sorted((rng.getrandbits(64), 60) for _ in range(60)))
+    copy = tuple(sorted(article + tuple((rng.getrandbits(64), 60) for _ in range(10))))
+
+    async def body() -> None:
+        store = backend.open()
+        assert await store.check_and_add(rng.getrandbits(64), "article", None, article) is None
+        got = await store.check_and_add(rng.getrandbits(64), "copy", None, copy)
+        assert got is not None and got.key == "article" and got.distance is None, got
+        first = looked_up(article)
+        assert len(first) == LOOKUP_SENTENCES and first == article[:LOOKUP_SENTENCES]
+        counts = [await backend.holders(store, h) for h, _ in article]
+        assert counts[:SAMPLE_SENTENCES] == [1] * SAMPLE_SENTENCES
+        assert counts[LOOKUP_SENTENCES:] == [0] * (len(article) - LOOKUP_SENTENCES)
+        await store.close()
+
+    run(body)
+
+
 def test_sentence_rule_against_the_python_rule(backend: Backend) -> None:
     """Generated pages drawn from a small pool of sentences (so that they overlap in every
     proportion), short ones recorded under all their sentences and longer ones under a sample:

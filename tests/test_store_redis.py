@@ -97,6 +97,32 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
     asyncio.run(body())
 
 
+def test_a_check_leases_the_buckets_of_its_looked_up_sentences_only(server: RedisServer) -> None:
+    """A 60-sentence article's check leases its table buckets and LOOKUP_SENTENCES sentence
+    buckets (it leased 64 of them before), and its copy still finds it."""
+    from nearDupe.store.base import LOOKUP_SENTENCES
+    from nearDupe.store.redis_reading import page_keys
+
+    rng = random.Random(12)
+    article = tuple(sorted((rng.getrandbits(64), 60) for _ in range(60)))
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="leases")
+        keys = page_keys(store.layout, 5, article)
+        assert len(keys) == len(store.design.tables) + LOOKUP_SENTENCES
+        await store.client.config_resetstat()
+        assert await store.check_and_add(5, "https://article", None, article) is None
+        stats = await store.client.info("commandstats")
+        leases = len(keys)  # one SET NX PX each, then the bucket writes (SET) of the commit
+        written = len(store.design.tables) + 4 + 1  # tables, the sample, the page record
+        assert stats["cmdstat_set"]["calls"] == leases + written
+        got = await store.check_and_add(~5 & (2**64 - 1), "https://copy", None, article[1:])
+        assert got is not None and (got.key, got.distance) == ("https://article", None)
+        await store.close()
+
+    asyncio.run(body())
+
+
 def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
     async def body() -> None:
         a = RedisStore.from_url(server.url, IndexHeader(), name="a")

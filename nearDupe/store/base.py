@@ -43,11 +43,16 @@ SENTENCE_CONTAINED = 0.5
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
 #: A page of SENTENCE_PAGE_LETTERS letters or more is recorded under this many of its sentences
-#: (those with the smallest hashes, so that two copies choose alike): a query looks up all of
-#: its sentences, so a copy holding a share c of a stored page's sentences finds it with
-#: probability 1 - (1 - c)^4 (0.94 at c = 0.5, 0.998 at c = 0.8). Found pages are then judged
-#: by their sketches.
+#: (those with the smallest hashes, so that two copies choose alike): a copy holding a share c
+#: of a stored page's sentences holds one of them with probability 1 - (1 - c)^4 (0.94 at
+#: c = 0.5, 0.998 at c = 0.8). Found pages are then judged by their sketches.
 SAMPLE_SENTENCES = 4
+#: A check reads the holders of this many of its page's sentences, those with the smallest
+#: hashes (and is recorded under none other). The stored page's smallest sentence that a copy
+#: holds is among the copy's LOOKUP_SENTENCES smallest unless 16 of the copy's own sentences
+#: hash below it: (a / (a + n))^16 for a copy adding a sentences to n (1.5e-5 at a = n).
+#: Each sentence read is a bucket (and a lease, in Redis): a 60-sentence article read 60.
+LOOKUP_SENTENCES = 16
 #: A stored page is judged by the SKETCH_SENTENCES smallest of its sentence hashes (all of a
 #: page of up to 16 sentences, so the rule is exact there): a bottom-k sketch, whose share
 #: found in a query estimates the share of the whole page (two articles sharing a quarter of
@@ -59,11 +64,17 @@ TAIL_BYTES = 2
 _TAIL_MASK = (1 << 8 * TAIL_BYTES) - 1
 
 
+def looked_up(page: Sentences) -> Sentences:
+    """The sentences whose holders a check of ``page`` reads: the LOOKUP_SENTENCES with the
+    smallest hashes."""
+    return tuple(sorted(page)[:LOOKUP_SENTENCES])
+
+
 def recorded(page: Sentences, crowded: Container[int] = ()) -> Sentences:
-    """The sentences a page is recorded under: every one of a short page's, the
-    SAMPLE_SENTENCES with the smallest hashes of a longer page's; never one that is
-    ``crowded`` (already recorded for SENTENCE_HOLDERS pages)."""
-    free = tuple(s for s in sorted(page) if s[0] not in crowded)
+    """The sentences a page is recorded under, among those it looked up: every one of a short
+    page's, the SAMPLE_SENTENCES with the smallest hashes of a longer page's; never one that
+    is ``crowded`` (already recorded for SENTENCE_HOLDERS pages)."""
+    free = tuple(s for s in looked_up(page) if s[0] not in crowded)
     return free if letters(page) < SENTENCE_PAGE_LETTERS else free[:SAMPLE_SENTENCES]
 
 

@@ -39,6 +39,7 @@ from nearDupe.store.base import (
     IndexHeader,
     Match,
     confirmed,
+    looked_up,
     sentence_matches,
     storable_key,
 )
@@ -165,7 +166,9 @@ class EmbeddedIndex:
 
     def _holders(self, sentences: Sentences) -> list[Holder]:
         """The stored pages recorded under one of ``sentences``, oldest first."""
-        return committed_holders(self._db, self.sample, sentences, self._unsaved.samples)
+        return committed_holders(
+            self._db, self.sample, looked_up(sentences), self._unsaved.samples
+        )
 
     def _commit_if_due(self) -> None:
         # Also called when nothing is added, so a page kept before a run of duplicates does not

@@ -35,7 +35,7 @@ the page's buckets (flag ``allow-cross-slot-keys``), all sent in one pipeline; t
 concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pipes`):
 
 1. Lease, all or none per node: the page's bucket in every table and the sentence bucket of
-   each of its sentences (``SET <bucket>:lease <token> NX PX lease`` for each; if one is
+   each sentence it looks up (``SET <bucket>:lease <token> NX PX lease`` for each; if one is
    another token's, the script ends the leases it just took and answers "busy"), and read
    them.  If any node was busy, end ours there (token-checked) and try again after 1-20 ms
    (jittered, doubling): nobody holds some leases while waiting for others.
@@ -59,8 +59,8 @@ attempt would have: a match found now (a page stored while its leases were lost)
 record; none completes its missing records (the commit appends the page record only if no
 record with its fingerprint and writer is there; other records are never appended twice).
 Another crawler's record of the same URL and text is never taken for the check's own.  A page
-with many sentences leases many buckets: the cost of a check grows with them (~2 Redis calls
-each).
+looks up (and leases) at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a
+check grows with them (~2 Redis calls each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
@@ -93,6 +93,7 @@ from nearDupe.store import droplog
 from nearDupe.store.base import (
     Holder,
     Match,
+    looked_up,
     recorded,
     sentence_matches,
     sketch_of,
@@ -252,7 +253,7 @@ class RedisStore(RedisBulkIndex):
 
         async def attempt(_retried: bool) -> list[Holder]:
             await self._ensure_ready()
-            keys = sorted({self.layout.sentence_key(h) for h, _ in sentences})
+            keys = sorted({self.layout.sentence_key(h) for h, _ in looked_up(sentences)})
             values = await self.pipes.get_all(keys)
             reading = read(self.layout, 0, -1, sentences, values)
             await fetch_pages(self.pipes, self.layout, reading)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nearDupe.shorttext import Sentences
-from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed
+from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed, looked_up
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_records import (
@@ -24,9 +24,9 @@ from nearDupe.store.redis_records import (
 
 def page_keys(layout: Layout, fp: int, sentences: Sentences) -> list[str]:
     """The buckets a check of this page reads (and leases): its bucket in every table, and
-    the sentence bucket of each of its sentences (distinct, in a fixed order)."""
+    the sentence bucket of each sentence it looks up (distinct, in a fixed order)."""
     keys = [key for key, _prefix, _record in layout.buckets(fp)]
-    keys += sorted({layout.sentence_key(h) for h, _ in sentences} - set(keys))
+    keys += sorted({layout.sentence_key(h) for h, _ in looked_up(sentences)} - set(keys))
     return keys
 
 
@@ -91,7 +91,7 @@ def _recorded_under(
     """Reading.rows and Reading.crowded: each sentence bucket parsed once, and every query
     sentence found in them by one sorted search (records are told apart by bucket and low
     bits, as a bucket's key holds a hash's top bits)."""
-    ordered = sorted(h for h, _ in sentences)
+    ordered = [h for h, _ in looked_up(sentences)]
     keys = [layout.sentence_key(h) for h in ordered]
     bucket = {key: i for i, key in enumerate(dict.fromkeys(keys))}
     raw = [values.get(key, b"") for key in bucket]
