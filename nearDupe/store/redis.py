@@ -47,17 +47,17 @@ concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pi
    lives there, appends the fingerprint and sentence records and ends the leases; then the
    same on every other node (writing nothing on a node where a lease is no longer ours).
 
-Why this is exact: two pages within k share a table bucket, and two pages a sentence match
-can join share a sentence (a query leases the buckets of all its sentences; a page is recorded
-under some of them), so two such checks both need one lease: the second reads that bucket only
-after the first's writes, which end its lease.  The page record is acknowledged before any
-fingerprint leading to it is written.  A crawler stalled past its lease (``lease_seconds``,
-default LEASE_SECONDS) finds at step 3 that a lease is gone and starts again from step 1.
-A page record carries its writer (the first bytes of the check's token), so a retry (a lost
-reply, a lost lease) leaves its own record out of what it reads and decides as its first
-attempt would have: a match found now (a page stored while its leases were lost) removes its
-record; none completes its missing records (the commit appends the page record only if no
-record with its fingerprint and writer is there; other records are never appended twice).
+Why this is exact: two pages within k share a table bucket, and two pages a sentence match can
+join share a sentence (a query leases the buckets of the sentences it looks up; a page is
+recorded under some of those), so two such checks both need one lease: the second reads that
+bucket only after the first's writes, which end its lease.  The page record is acknowledged
+before any fingerprint leading to it is written.  A crawler stalled past its lease
+(``lease_seconds``, default LEASE_SECONDS) finds at step 3 that a lease is gone and starts
+again from step 1.  A page record carries its writer (the first bytes of the check's token), so
+a retry (a lost reply, a lost lease) leaves its own record out of what it reads and decides as
+its first attempt would have: a match found now (a page stored while its leases were lost)
+removes its record; none completes its missing records (the commit appends the page record only
+if no record with its fingerprint and writer is there; other records are never appended twice).
 Another crawler's record of the same URL and text is never taken for the check's own.  A page
 looks up (and leases) at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a
 check grows with them (~2 Redis calls each).
