@@ -545,6 +545,43 @@ def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
     asyncio.run(body())
 
 
+def test_a_page_record_is_known_by_its_start_not_by_bytes_inside_another(
+    server: RedisServer,
+) -> None:
+    """The commit appends a page record unless one with its fingerprint and writer starts a
+    record there; the same bytes inside another record's URL neither stop the append nor are
+    removed by an undo."""
+    from nearDupe.store.base import Sketch
+    from nearDupe.store.redis_leases import commit
+    from nearDupe.store.redis_records import page_record, page_records, record_id
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="records")
+        fp, writer = int.from_bytes(b"\0\0xyzxyz", "big"), b"abcd"  # printable bytes
+        mine = record_id(fp, writer)
+        other = page_record(7, "https://x/" + mine.decode(), None, Sketch(0, 0, b""))
+        bucket = store.layout.page_key(fp)
+        await store.client.set(bucket, other)
+        page = bucket, page_record(fp, "https://mine", None, Sketch(0, 0, b""), writer)
+        for _ in range(2):  # the second: a retry finds its record and appends nothing
+            await commit(store.pipes, page, [], {}, b"token", store._count_key)
+        top = store.layout.page_key_top(bucket)
+        stored = page_records(await store.client.get(bucket), top)
+        assert [r.key for r in stored] == ["https://x/" + mine.decode(), "https://mine"]
+        removed = await store.pipes.run(
+            lambda pipe: store.pipes.script(pipe, "remove", [bucket], [mine])
+        )
+        assert removed == [1]
+        assert await store.client.get(bucket) == other
+        removed = await store.pipes.run(
+            lambda pipe: store.pipes.script(pipe, "remove", [bucket], [mine])
+        )
+        assert removed == [0] and await store.client.get(bucket) == other
+        await store.close()
+
+    asyncio.run(body())
+
+
 # -- Redis Cluster ---------------------------------------------------------------------------
 
 

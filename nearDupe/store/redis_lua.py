@@ -34,12 +34,25 @@ def _fill(script: str) -> str:
 _CROSS_SLOT = "#!lua flags=allow-cross-slot-keys\n"
 
 # Where the page record at byte i of a page bucket ends (its key length sits at the end of
-# its head), and where a record of `size` bytes is in a bucket of such records (a plain C
-# search, kept only where a record starts).
+# its head); where the page record starting with `id` (fingerprint and writer) is, walking the
+# records only if a plain C search finds those bytes somewhere (a retry: a new page's are not
+# there, and walking a page bucket of 10^7 pages' index, ~38 records, cost the commit more);
+# and where a record of `size` bytes is in a bucket of such records (a plain C search, kept
+# only where a record starts).
 _RECORDS = """
 local function record_end(v, i)
   local a, b = string.byte(v, i + PAGE_HEAD - LENGTH, i + PAGE_HEAD - 1)
   return i + PAGE_HEAD - 1 + a * 256 + b
+end
+
+local function find_page(v, id)
+  if not string.find(v, id, 1, true) then return false end
+  local i = 1
+  while i <= #v do
+    if string.sub(v, i, i + #id - 1) == id then return i end
+    i = record_end(v, i) + 1
+  end
+  return false
 end
 
 local function find(v, rec, size)
@@ -86,13 +99,8 @@ while i <= #ARGV do
 end
 local added = 0
 if ARGV[2] ~= '' then
-  local v, rec, j = redis.call('GET', ARGV[2]) or '', ARGV[3], 1
-  local id, found = string.sub(rec, 1, STORED_FP + WRITER), false
-  while j <= #v do
-    if string.sub(v, j, j + STORED_FP + WRITER - 1) == id then found = true break end
-    j = record_end(v, j) + 1
-  end
-  if not found then
+  local v, rec = redis.call('GET', ARGV[2]) or '', ARGV[3]
+  if not find_page(v, string.sub(rec, 1, STORED_FP + WRITER)) then
     redis.call('SET', ARGV[2], v .. rec)
     added = 1
     if ARGV[4] ~= '' then redis.call('INCR', ARGV[4]) end
@@ -141,18 +149,11 @@ return out
 LUA_REMOVE = _fill(
     _RECORDS
     + """
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local id, i = ARGV[1], 1
-while i <= #v do
-  local e = record_end(v, i)
-  if string.sub(v, i, i + #id - 1) == id then
-    redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, e + 1))
-    return 1
-  end
-  i = e + 1
-end
-return 0
+local v = redis.call('GET', KEYS[1]) or ''
+local i = find_page(v, ARGV[1])
+if not i then return 0 end
+redis.call('SET', KEYS[1], string.sub(v, 1, i - 1) .. string.sub(v, record_end(v, i) + 1))
+return 1
 """
 )
 

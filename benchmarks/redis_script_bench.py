@@ -1,0 +1,105 @@
+"""Server CPU of the commit script on page buckets of growing size: this tree's scripts
+against an earlier revision's (``--old``, default main), side by side on one redis-server.
+
+A page bucket holds the page records of one 2^18th of the fingerprints: ~4 at 10^6 pages,
+~38 at 10^7, ~380 at 10^8.  Each commit appends one new page record (the common case) to its
+own copy of such a bucket; reported: the server's CPU per commit (used_cpu_user+sys delta).
+
+    python benchmarks/redis_script_bench.py [--records 4 38 380] [--commits 2000] [--old main]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import redis
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+URL = "https://www.example-news.com/politics/2024/05/17/article-{:09d}.html"
+
+
+def _scripts(rev: str, tmp: Path) -> ModuleType:
+    """The redis_lua module of revision ``rev`` (its constants from this tree's records)."""
+    text = subprocess.run(["git", "-C", str(HERE), "show", f"{rev}:nearDupe/store/redis_lua.py"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    path = tmp / f"lua_{rev.replace('/', '_')}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cpu(client: redis.Redis) -> float:
+    info = cast(dict[str, Any], client.info("cpu"))
+    return float(info["used_cpu_user"] + info["used_cpu_sys"])
+
+
+def _record(i: int) -> bytes:
+    from nearDupe.store.base import Sketch
+    from nearDupe.store.redis_records import page_record
+
+    fp = int.from_bytes(os.urandom(8), "big")
+    sketch = Sketch(3000, 1500, os.urandom(32))
+    return page_record(fp, URL.format(i), fp, sketch, os.urandom(4))
+
+
+def commit_us(client: redis.Redis, script: str, records: int, commits: int, tag: str) -> float:
+    """Server CPU per commit of a new page record into a bucket of ``records`` records."""
+    bucket = b"".join(_record(i) for i in range(records))
+    sha = client.script_load(script)
+    pipe = client.pipeline(transaction=False)
+    for j in range(commits):
+        pipe.set(f"p:{{{tag}.{j}}}", bucket)
+    pipe.execute()
+    before = _cpu(client)
+    for j in range(commits):
+        key = f"p:{{{tag}.{j}}}"
+        pipe.execute_command("EVALSHA", sha, 1, key, b"token", key, _record(j), "")
+        if len(pipe) >= 100:
+            pipe.execute()
+    pipe.execute()
+    spent = _cpu(client) - before
+    client.flushall()
+    return spent / commits * 1e6
+
+
+def main() -> None:
+    """Print the server CPU per commit of both revisions' scripts, per bucket size."""
+    from redis_server import RedisServer
+
+    from nearDupe.store import redis_lua
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, nargs="+", default=[4, 38, 380])
+    parser.add_argument("--commits", type=int, default=2000)
+    parser.add_argument("--old", default="main")
+    parser.add_argument("--rounds", type=int, default=2)
+    a = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="neardupe-script-bench-"))
+    old = _scripts(a.old, tmp)
+    print(f"server CPU per commit (us), {a.commits} commits a row; old = {a.old}, new = this tree")
+    print(f"{'records':>8} {'old':>8} {'new':>8} {'new/old':>8}")
+    with RedisServer(tmp / "node", extra=("--appendonly", "no")) as server:
+        client = redis.Redis(port=server.port)
+        for records in a.records:
+            for r in range(a.rounds):  # interleaved: the machine is shared
+                o = commit_us(client, old.LUA_COMMIT, records, a.commits, f"o{r}")
+                n = commit_us(client, redis_lua.LUA_COMMIT, records, a.commits, f"n{r}")
+                print(f"{records:>8} {o:>8.1f} {n:>8.1f} {n / o:>8.2f}", flush=True)
+        client.close()
+
+
+if __name__ == "__main__":
+    main()
