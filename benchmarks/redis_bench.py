@@ -104,11 +104,11 @@ def _open(url: str, cluster: bool, **options: Any) -> Any:
     return RedisStore.from_url(url, IndexHeader(**HEADER), name=NAME, cluster=cluster, **options)
 
 
-def role_load(url: str, cluster: bool, n: int) -> dict[str, Any]:
-    """Bulk-load n pages (main's code has no bulk path for sentences: loaded without)."""
+def role_load(url: str, cluster: bool, n: int, pages: int = 0) -> dict[str, Any]:
+    """Bulk-load n pages into an index laid out for ``pages`` (0: the default layout)."""
 
     async def main() -> tuple[float, bool]:
-        store = _open(url, cluster)
+        store = _open(url, cluster, **({"pages": pages} if pages else {}))
         fps = stored_fps(np.arange(n))
         keys = [URL.format(i) for i in range(n)]
         started = time.perf_counter()
@@ -225,12 +225,15 @@ def _flush(ports: list[int]) -> None:
         client.close()
 
 
-def measure(code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any) -> dict:
-    """Load n pages with ``code`` and time its check-and-adds; memory and CPU per node."""
+def measure(
+    code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any, pages: int = 0
+) -> dict:
+    """Load n pages with ``code`` into an index laid out for ``pages`` and time its
+    check-and-adds; memory and CPU per node."""
     _flush(ports)
     time.sleep(0.5)
     before = _memory(ports)
-    loaded = _in(code, "load", url=url, cluster=cluster, n=n)
+    loaded = _in(code, "load", url=url, cluster=cluster, n=n, pages=pages)
     memory = [m - b for m, b in zip(_memory(ports), before, strict=True)]
     cpu = _cpu(ports)
     run = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
@@ -269,6 +272,9 @@ def main() -> None:
     parser.add_argument("--inflight", type=int, default=8)
     parser.add_argument("--old", default="main", help="git revision of today's code (main)")
     parser.add_argument("--old-up-to", type=int, default=10_000_000, help="largest N for it")
+    parser.add_argument(
+        "--layout-pages", type=int, default=0, help="NEARDUPE_REDIS_PAGES of this tree's index"
+    )
     a = parser.parse_args()
     os.environ["REDIS_BENCH_SENTENCES"] = str(a.sentences)  # the subprocesses read it
     if a.sentences != SENTENCES:  # this process's pages too
@@ -298,7 +304,8 @@ def main() -> None:
             for code, path in (("old", old), ("new", new)):
                 if code == "old" and n > a.old_up_to:
                     continue
-                r = measure(path, node.url, [node.port], False, n, a)
+                pages = a.layout_pages if code == "new" else 0
+                r = measure(path, node.url, [node.port], False, n, a, pages)
                 results[code, "node", n] = r
                 print(_row(code, "node", n, r), flush=True)
     cluster = RedisCluster(tmp / "cluster")
@@ -307,7 +314,7 @@ def main() -> None:
     with cluster:
         ports = [s.port for s in cluster.nodes]
         for n in a.sizes:
-            r = measure(new, cluster.url, ports, True, n, a)
+            r = measure(new, cluster.url, ports, True, n, a, a.layout_pages)
             results["new", "cluster", n] = r
             print(_row("new", "cluster3", n, r), flush=True)
     _goals(results, max(a.sizes))

@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_INDEX": None,  # None: <project>/.scrapy/neardupe
     "NEARDUPE_INDEX_NAME": "neardupe",
     "NEARDUPE_REDIS_CLUSTER": False,
+    "NEARDUPE_REDIS_PAGES": 0,  # pages a new Redis index is laid out for (0: up to ~10^7)
     "NEARDUPE_K": DEFAULT_K,
     "NEARDUPE_CONFIRM_K": DEFAULT_CONFIRM_K,
     "NEARDUPE_SENTENCE_SHARE": SENTENCE_SHARE,
@@ -67,6 +68,7 @@ class Config:
     gc_freeze: bool = True
     analysis_timeout: float = 2.0
     features: FeatureSettings = field(default_factory=FeatureSettings)
+    redis_pages: int = 0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -101,6 +103,9 @@ class Config:
         except (ValueError, TypeError) as exc:
             raise ValueError(f"NEARDUPE_FEATURES: {exc}") from None
         workers = get("NEARDUPE_WORKERS")
+        redis_pages = settings.getint("NEARDUPE_REDIS_PAGES", 0)
+        if redis_pages < 0:
+            raise ValueError(f"NEARDUPE_REDIS_PAGES={redis_pages} must be 0 or more")
         return cls(
             index=get("NEARDUPE_INDEX") or data_path("neardupe"),
             index_name=get("NEARDUPE_INDEX_NAME") or "neardupe",
@@ -126,6 +131,7 @@ class Config:
                 "NEARDUPE_ANALYSIS_TIMEOUT", DEFAULTS["NEARDUPE_ANALYSIS_TIMEOUT"]
             ),
             features=features,
+            redis_pages=redis_pages,
         )
 
     @property
@@ -138,7 +144,11 @@ class Config:
     def store_options(self) -> dict[str, Any]:
         """The options ``open_store`` takes for this index (the crawl's and the commands')."""
         if self.is_redis:
-            return {"name": self.index_name, "cluster": self.redis_cluster}
+            return {
+                "name": self.index_name,
+                "cluster": self.redis_cluster,
+                "pages": self.redis_pages,
+            }
         return {"commit_interval": self.commit_interval}
 
     @property

@@ -63,6 +63,9 @@ def test_config_defaults_and_typed_getters(tmp_path: Path) -> None:
     assert (typed.k, typed.design, typed.workers) == (10, "blocks-10-11", 0)
     redis = Config.from_settings(Settings({"NEARDUPE_INDEX": "redis://127.0.0.1:6379/0"}))
     assert redis.is_redis and (redis.k, redis.header.design, redis.confirm_k) == (3, "4-table", 22)
+    assert redis.store_options() == {"name": "neardupe", "cluster": False, "pages": 0}
+    big = Config.from_settings(Settings({"NEARDUPE_REDIS_PAGES": "100000000"}))
+    assert big.redis_pages == 10**8
     shingles = Config.from_settings(
         Settings({"NEARDUPE_FEATURES": '{"kind": "shingles", "shingle": 3, "top_n": 128}'})
     )
@@ -79,6 +82,8 @@ def test_config_rejects_disabled_and_bad_settings() -> None:
         Config.from_settings(Settings({"NEARDUPE_CONFIRM_K": "129"}))
     with pytest.raises(ValueError, match=r"NEARDUPE_SENTENCE_SHARE=0\.0 must be within"):
         Config.from_settings(Settings({"NEARDUPE_SENTENCE_SHARE": "0"}))
+    with pytest.raises(ValueError, match=r"NEARDUPE_REDIS_PAGES=-1 must be 0 or more"):
+        Config.from_settings(Settings({"NEARDUPE_REDIS_PAGES": "-1"}))
     with pytest.raises(ValueError, match="unknown index design"):
         Config.from_settings(Settings({"NEARDUPE_DESIGN": "5-table"}))
     for features, error in [

@@ -123,6 +123,32 @@ def test_a_check_leases_the_buckets_of_its_looked_up_sentences_only(server: Redi
     asyncio.run(body())
 
 
+def test_an_index_laid_out_for_many_pages_keeps_its_layout(server: RedisServer) -> None:
+    """An index created for 10^8 pages (NEARDUPE_REDIS_PAGES) gets 2^23 page and sentence
+    buckets (~12 pages and ~48 records each at that size, instead of ~380 and ~1,500); a crawl
+    opening it without the setting keeps that layout and finds its pages."""
+    rng = random.Random(14)
+    article = tuple(sorted((rng.getrandbits(64), 60) for _ in range(30)))
+    fp = rng.getrandbits(64)
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="big", pages=10**8)
+        assert (store.layout.page_shift, store.layout.sentence_shift) == (64 - 23, 64 - 23)
+        assert await store.check_and_add(fp, "https://article", None, article) is None
+        assert await store.client.exists(f"big:{{p.{fp >> 41:x}}}") == 1
+        await store.close()
+        again = RedisStore.from_url(server.url, IndexHeader(), name="big")
+        assert again.layout.page_shift == 64 - 23
+        got = await again.check_and_add(~fp & (2**64 - 1), "https://copy", None, article[1:])
+        assert got is not None and (got.key, got.distance) == ("https://article", None)
+        await again.close()
+        small = RedisStore.from_url(server.url, IndexHeader(), name="small", pages=10**6)
+        assert (small.layout.page_shift, small.layout.sentence_shift) == (64 - 18, 64 - 18)
+        await small.close()
+
+    asyncio.run(body())
+
+
 def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
     async def body() -> None:
         a = RedisStore.from_url(server.url, IndexHeader(), name="a")

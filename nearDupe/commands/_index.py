@@ -292,6 +292,4 @@ def _redis_store(config: Config) -> RedisStore:
     """The Redis index the settings name (its header must match them)."""
     from nearDupe.store.redis import RedisStore
 
-    return RedisStore.from_url(
-        config.index, config.header, name=config.index_name, cluster=config.redis_cluster
-    )
+    return RedisStore.from_url(config.index, config.header, **config.store_options())

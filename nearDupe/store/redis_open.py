@@ -50,6 +50,7 @@ class RedisIndex:
         max_bucket_bits: int = MAX_BUCKET_BITS,
         lease_seconds: float = LEASE_SECONDS,
         layout: dict[str, Any] | None = None,
+        pages: int = 0,
     ) -> None:
         if not name or "{" in name or "}" in name:
             raise ValueError(f"Redis index name must be non-empty without braces, got {name!r}")
@@ -71,7 +72,7 @@ class RedisIndex:
         self._handshake = client.register_script(LUA_HANDSHAKE)
         self.pipes = Pipes(client)
         self.sites = RedisSites(client, name)
-        wanted = wanted_layout(self.design, max_bucket_bits)
+        wanted = wanted_layout(self.design, max_bucket_bits, pages)
         self._layout_wanted = wanted
         self._set_layout(layout or wanted)
         self._ready = layout is not None
@@ -89,11 +90,14 @@ class RedisIndex:
         max_connections: int | None = None,
         max_bucket_bits: int = MAX_BUCKET_BITS,
         lease_seconds: float = LEASE_SECONDS,
+        pages: int = 0,
         **options: Any,
     ) -> Index:
         """Open (creating if new) the index ``name`` at ``url``; checks its header right away.
 
-        ``cluster=True`` talks to a Redis Cluster.  Other options go to the redis-py client.
+        ``cluster=True`` talks to a Redis Cluster.  ``pages``: how many pages a new index is
+        laid out for (see :func:`~nearDupe.store.redis_layout.wanted_layout`; an existing
+        index keeps its layout).  Other options go to the redis-py client.
         If Redis cannot be reached now, the header is checked on the first call instead.
         """
         header = header or IndexHeader()
@@ -117,6 +121,7 @@ class RedisIndex:
             retry_seconds=retry_seconds,
             max_bucket_bits=max_bucket_bits,
             lease_seconds=lease_seconds,
+            pages=pages,
         )
         store._handshake_sync(url, cluster, common)
         return store
