@@ -39,8 +39,6 @@ class _Recorder:
 class Pipes:
     """Pipelined calls on a client (grouped per node on a cluster), scripts by SHA."""
 
-    sha = SHA
-
     def __init__(self, client: Any) -> None:
         self.client = client
         self._loading: asyncio.Future[None] | None = None
@@ -137,7 +135,7 @@ class Pipes:
     def script(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
         """Queue a script call on ``pipe`` (as a raw command: redis-py's cluster pipeline
         refuses its ``evalsha`` method, yet routes EVALSHA by its keys)."""
-        pipe.execute_command("EVALSHA", self.sha[name], len(keys), *keys, *args)
+        pipe.execute_command("EVALSHA", SHA[name], len(keys), *keys, *args)
 
     def on_node(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
         """Queue a script over ``keys`` (all on one node; the first routes it)."""

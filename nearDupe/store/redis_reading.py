@@ -12,7 +12,6 @@ from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed, look
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_records import (
-    SENTENCE_RECORD,
     TAG_SHIFT,
     PageRecord,
     page_records,
@@ -94,11 +93,8 @@ def _recorded_under(
     ordered = [h for h, _ in looked_up(sentences)]
     keys = [layout.sentence_key(h) for h in ordered]
     bucket = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    raw = [values.get(key, b"") for key in bucket]
-    raw = [v[: len(v) - len(v) % SENTENCE_RECORD] for v in raw]
-    stored_ids, stored_tags = sentence_records(b"".join(raw))
-    counts = [len(v) // SENTENCE_RECORD for v in raw]
-    stored_ids |= np.repeat(np.arange(len(raw), dtype=np.uint64), counts) << np.uint64(32)
+    lows, stored_tags, of = sentence_records([values.get(key, b"") for key in bucket])
+    stored_ids = lows | of << np.uint64(32)
     order = np.argsort(stored_ids, kind="stable")  # ties keep the bucket's order
     stored_ids = stored_ids[order]
     wanted = np.array(

@@ -5,7 +5,7 @@ See the key layout in :mod:`nearDupe.store.redis`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -131,13 +131,16 @@ def sentence_record(sentence: int, fp: int) -> bytes:
     )
 
 
-def sentence_records(value: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """A sentence bucket's records: the hashes' low 32 bits and the pages' tags (uint64)."""
-    usable = len(value) - len(value) % SENTENCE_RECORD
-    table = np.frombuffer(value[:usable], dtype=_SENTENCE_DTYPE)
+def sentence_records(values: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The records of sentence buckets ``values``, parsed together: the hashes' low 32 bits,
+    the pages' tags and the index in ``values`` of each one's bucket (uint64)."""
+    whole = [v[: len(v) - len(v) % SENTENCE_RECORD] for v in values]
+    table = np.frombuffer(b"".join(whole), dtype=_SENTENCE_DTYPE)
     wide = np.zeros((len(table), FP), dtype=np.uint8)
     wide[:, FP - PAGE_TAG :] = table["page"]
-    return table["sentence"].astype(np.uint64), wide.view(">u8").ravel().astype(np.uint64)
+    counts = [len(v) // SENTENCE_RECORD for v in whole]
+    bucket = np.repeat(np.arange(len(whole), dtype=np.uint64), counts)
+    return table["sentence"].astype(np.uint64), wide.view(">u8").ravel().astype(np.uint64), bucket
 
 
 def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
