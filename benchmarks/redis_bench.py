@@ -3,13 +3,17 @@ tree's, side by side, on one node (and this tree's on a 3-node cluster), at each
 then issue #15's goal table.
 
 Each code runs in its own subprocesses (PYTHONPATH: the old tree, exported with ``git archive``
-into a temp dir, or this tree).  Per size N: FLUSH, bulk-load N pages (~70-byte URLs, 4
-sentences of 150 letters each, signature = fingerprint), then ``--procs`` processes x
-``--inflight`` calls check-and-add ``--ops`` pages (half new, half near copies 1-3 bits away
-with the stored page's sentences).  Reported: ops/s, p50/p99 latency, bytes per page (INFO
-used_memory delta / N, per node), server CPU per check (used_cpu_user+sys delta / ops, per node)
-and the capacity that implies (one core per node), and the crawlers' CPU per check (client us:
-what limits the measured rate when clients and servers share this machine's cores).
+into a temp dir, or this tree), each code on its own Redis.  Per size N: bulk-load N pages
+into each (~70-byte URLs, 4 sentences of 150 letters each, signature = fingerprint), then
+``--rounds`` rounds in which the codes take turns (each first every other round):
+``--procs`` processes x ``--inflight`` calls check-and-add ``--ops`` pages (half new, half
+near copies 1-3 bits away with the stored page's sentences).  Reported, the median of the
+rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / ops, per node;
+``spread``: the busiest node's lowest and highest of the rounds) and the capacity that implies
+(one core per node), and the crawlers' CPU per check (client us: what limits the measured
+rate when clients and servers share this machine's cores); bytes per page (INFO used_memory
+delta / N, per node) after the load.  The shared machine's noise moves one round's CPU figures
+by up to a quarter; the rounds in turn show it.
 
     python benchmarks/redis_bench.py [--sizes 100000 1000000 10000000] [--ops 20000]
 """
@@ -21,6 +25,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,13 +165,17 @@ def _worker(url: str, cluster: bool, n: int, ops: int, seed: int, inflight: int,
     out.put(asyncio.run(main()))
 
 
-def role_run(url: str, cluster: bool, n: int, ops: int, procs: int, inflight: int) -> dict:
-    """procs x inflight concurrent check-and-adds: ops/s, p50 and p99 ms."""
+def role_run(
+    url: str, cluster: bool, n: int, ops: int, procs: int, inflight: int, round_: int = 0
+) -> dict:
+    """procs x inflight concurrent check-and-adds (new pages of their own each round): ops/s,
+    p50 and p99 ms."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
+    seeds = [7 + w + 100 * round_ for w in range(procs)]
     workers = [
-        ctx.Process(target=_worker, args=(url, cluster, n, ops // procs, 7 + w, inflight, out))
-        for w in range(procs)
+        ctx.Process(target=_worker, args=(url, cluster, n, ops // procs, seed, inflight, out))
+        for seed in seeds
     ]
     for w in workers:
         w.start()
@@ -225,21 +234,42 @@ def _flush(ports: list[int]) -> None:
         client.close()
 
 
-def measure(
-    code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any, pages: int = 0
+def load_index(
+    code: Path, url: str, ports: list[int], cluster: bool, n: int, pages: int = 0
 ) -> dict:
-    """Load n pages with ``code`` into an index laid out for ``pages`` and time its
-    check-and-adds; memory and CPU per node."""
+    """Flush and load n pages with ``code`` into an index laid out for ``pages``; memory per
+    node."""
     _flush(ports)
     time.sleep(0.5)
     before = _memory(ports)
     loaded = _in(code, "load", url=url, cluster=cluster, n=n, pages=pages)
     memory = [m - b for m, b in zip(_memory(ports), before, strict=True)]
+    return {**loaded, "bytes": [m / n for m in memory]}
+
+
+def run_round(
+    code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any, round_: int
+) -> dict:
+    """Time one round of check-and-adds with ``code``; server CPU per check and node."""
     cpu = _cpu(ports)
-    run = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
-              inflight=a.inflight)  # fmt: skip
-    cpu_us = [(c - b) / run["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
-    return {**run, **loaded, "bytes": [m / n for m in memory], "cpu_us": cpu_us}
+    done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
+               inflight=a.inflight, round_=round_)  # fmt: skip
+    cpu_us = [(c - b) / done["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
+    return {**done, "cpu_us": cpu_us}
+
+
+def _median(rounds: list[dict], loaded: dict) -> dict:
+    """The rounds' medians (CPU per node, the other figures), with the spread of the busiest
+    node's CPU."""
+    median = statistics.median
+    nodes = len(rounds[0]["cpu_us"])
+    busiest = [max(r["cpu_us"]) for r in rounds]
+    return {
+        **loaded,
+        **{key: median(r[key] for r in rounds) for key in ("rate", "p50", "p99", "client_us")},
+        "cpu_us": [median(r["cpu_us"][i] for r in rounds) for i in range(nodes)],
+        "spread": f"{min(busiest):.0f}-{max(busiest):.0f}",
+    }
 
 
 def _capacity(r: dict) -> float:
@@ -255,7 +285,8 @@ def _row(code: str, topology: str, n: int, r: dict) -> str:
     capacity = _capacity(r)
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
-        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {capacity:>10,.0f} {r['client_us']:>10,.0f} "
+        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {r['spread']:>9} {capacity:>10,.0f} "
+        f"{r['client_us']:>10,.0f} "
         f"{'' if r['sentences'] else 'no sentences loaded'}"
     )
 
@@ -270,6 +301,9 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=SENTENCES, help="sentences a page")
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--inflight", type=int, default=8)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="timed rounds per code and size (medians shown)"
+    )
     parser.add_argument("--old", default="main", help="git revision of today's code (main)")
     parser.add_argument("--old-up-to", type=int, default=10_000_000, help="largest N for it")
     parser.add_argument(
@@ -294,29 +328,42 @@ def main() -> None:
           f"old = {a.old} ({rev}), new = this tree")  # fmt: skip
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'capacity':>10} "
+        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'spread':>9} {'capacity':>10} "
         f"{'client us':>10}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}
-    with RedisServer(tmp / "node", extra=("--appendonly", "no")) as node:
+    with (
+        RedisServer(tmp / "old", extra=("--appendonly", "no")) as old_node,
+        RedisServer(tmp / "new", extra=("--appendonly", "no")) as new_node,
+    ):
         for n in a.sizes:
-            for code, path in (("old", old), ("new", new)):
-                if code == "old" and n > a.old_up_to:
-                    continue
-                pages = a.layout_pages if code == "new" else 0
-                r = measure(path, node.url, [node.port], False, n, a, pages)
-                results[code, "node", n] = r
-                print(_row(code, "node", n, r), flush=True)
+            codes = [("new", new, new_node, a.layout_pages)]
+            if n <= a.old_up_to:
+                codes.insert(0, ("old", old, old_node, 0))
+            loaded = {
+                code: load_index(path, node.url, [node.port], False, n, pages)
+                for code, path, node, pages in codes
+            }
+            rounds: dict[str, list[dict]] = {code: [] for code, *_ in codes}
+            for i in range(a.rounds):  # the codes take turns, each first every other round
+                for code, path, node, _pages in codes[:: 1 if i % 2 == 0 else -1]:
+                    rounds[code].append(run_round(path, node.url, [node.port], False, n, a, i))
+            for code, *_ in codes:
+                results[code, "node", n] = _median(rounds[code], loaded[code])
+                print(_row(code, "node", n, results[code, "node", n]), flush=True)
     cluster = RedisCluster(tmp / "cluster")
     for server in cluster.nodes:
         server.extra = (*server.extra, "--appendonly", "no")
     with cluster:
         ports = [s.port for s in cluster.nodes]
         for n in a.sizes:
-            r = measure(new, cluster.url, ports, True, n, a, a.layout_pages)
-            results["new", "cluster", n] = r
-            print(_row("new", "cluster3", n, r), flush=True)
+            loaded_cluster = load_index(new, cluster.url, ports, True, n, a.layout_pages)
+            cluster_rounds = [
+                run_round(new, cluster.url, ports, True, n, a, i) for i in range(a.rounds)
+            ]
+            results["new", "cluster", n] = _median(cluster_rounds, loaded_cluster)
+            print(_row("new", "cluster3", n, results["new", "cluster", n]), flush=True)
     _goals(results, max(a.sizes))
 
 
