@@ -3,9 +3,10 @@ tree's, side by side, on one node (and this tree's on a 3-node cluster), at each
 then issue #15's goal table.
 
 Each code runs in its own subprocesses (PYTHONPATH: the old tree, exported with ``git archive``
-into a temp dir, or this tree), each code on its own Redis.  Per size N: bulk-load N pages
-into each (~70-byte URLs, 4 sentences of 150 letters each, signature = fingerprint), then
-``--rounds`` rounds in which the codes take turns (each first every other round):
+into a temp dir, or this tree), each on its own Redis, and this tree's on a 3-node cluster too.
+Per size N: bulk-load N pages into each (~70-byte URLs, 4 sentences of 150 letters each,
+signature = fingerprint), then ``--rounds`` rounds in which the three take turns (each first
+in one round of three):
 ``--procs`` processes x ``--inflight`` calls check-and-add ``--ops`` pages (half new, half
 near copies 1-3 bits away with the stored page's sentences).  Reported, the median of the
 rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / ops, per node;
@@ -13,7 +14,8 @@ rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / 
 (one core per node), and the crawlers' CPU per check (client us: what limits the measured
 rate when clients and servers share this machine's cores); bytes per page (INFO used_memory
 delta / N, per node) after the load.  The shared machine's noise moves one round's CPU figures
-by up to a quarter; the rounds in turn show it.
+by up to a quarter, and the machine's speed drifts between rounds: the 3-node cluster's gain
+is the median of each round's against the same round's one node.
 
     python benchmarks/redis_bench.py [--sizes 100000 1000000 10000000] [--ops 20000]
 """
@@ -333,42 +335,39 @@ def main() -> None:
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}
-    with (
-        RedisServer(tmp / "old", extra=("--appendonly", "no")) as old_node,
-        RedisServer(tmp / "new", extra=("--appendonly", "no")) as new_node,
-    ):
-        for n in a.sizes:
-            codes = [("new", new, new_node, a.layout_pages)]
-            if n <= a.old_up_to:
-                codes.insert(0, ("old", old, old_node, 0))
-            loaded = {
-                code: load_index(path, node.url, [node.port], False, n, pages)
-                for code, path, node, pages in codes
-            }
-            rounds: dict[str, list[dict]] = {code: [] for code, *_ in codes}
-            for i in range(a.rounds):  # the codes take turns, each first every other round
-                for code, path, node, _pages in codes[:: 1 if i % 2 == 0 else -1]:
-                    rounds[code].append(run_round(path, node.url, [node.port], False, n, a, i))
-            for code, *_ in codes:
-                results[code, "node", n] = _median(rounds[code], loaded[code])
-                print(_row(code, "node", n, results[code, "node", n]), flush=True)
     cluster = RedisCluster(tmp / "cluster")
     for server in cluster.nodes:
         server.extra = (*server.extra, "--appendonly", "no")
-    with cluster:
+    with (
+        RedisServer(tmp / "old", extra=("--appendonly", "no")) as old_node,
+        RedisServer(tmp / "new", extra=("--appendonly", "no")) as new_node,
+        cluster,
+    ):
         ports = [s.port for s in cluster.nodes]
         for n in a.sizes:
-            loaded_cluster = load_index(new, cluster.url, ports, True, n, a.layout_pages)
-            cluster_rounds = [
-                run_round(new, cluster.url, ports, True, n, a, i) for i in range(a.rounds)
+            # (code, topology, its tree, url, ports, cluster?, layout pages)
+            setups = [
+                ("new", "node", new, new_node.url, [new_node.port], False, a.layout_pages),
+                ("new", "cluster3", new, cluster.url, ports, True, a.layout_pages),
             ]
-            results["new", "cluster", n] = _median(cluster_rounds, loaded_cluster)
-            print(_row("new", "cluster3", n, results["new", "cluster", n]), flush=True)
+            if n <= a.old_up_to:
+                setups.insert(0, ("old", "node", old, old_node.url, [old_node.port], False, 0))
+            loaded = [
+                load_index(path, url, p, c, n, pages) for _, _, path, url, p, c, pages in setups
+            ]
+            rounds: list[list[dict]] = [[] for _ in setups]
+            for i in range(a.rounds):  # in turn, each first in one round of every len(setups)
+                for j in [*range(i % len(setups), len(setups)), *range(i % len(setups))]:
+                    _, _, path, url, p, c, _ = setups[j]
+                    rounds[j].append(run_round(path, url, p, c, n, a, i))
+            for (code, topology, *_), done, load in zip(setups, rounds, loaded, strict=True):
+                results[code, topology, n] = {**_median(done, load), "rounds": done}
+                print(_row(code, topology, n, results[code, topology, n]), flush=True)
     _goals(results, max(a.sizes))
 
 
 def _goals(results: dict[tuple[str, str, int], dict], n: int) -> None:
-    node, cluster = results["new", "node", n], results.get(("new", "cluster", n))
+    node, cluster = results["new", "node", n], results.get(("new", "cluster3", n))
     capacity = _capacity(node)
     print(f"\nGoals at N={n:,} (capacity: checks/s one core per node sustains, from its CPU "
           "per check)")  # fmt: skip
@@ -380,8 +379,11 @@ def _goals(results: dict[tuple[str, str, int], dict], n: int) -> None:
         ("memory per page", f"<= {GOAL_BYTES} B", f"{sum(node['bytes']):.0f} B",
          sum(node["bytes"]) <= GOAL_BYTES),
     ]  # fmt: skip
-    if cluster is not None:
-        scale = _capacity(cluster) / capacity
+    if cluster is not None:  # paired: each round's cluster against the same round's one node
+        scale = statistics.median(
+            _capacity(c) / _capacity(o)
+            for c, o in zip(cluster["rounds"], node["rounds"], strict=True)
+        )
         split = "/".join(f"{b:.0f}" for b in cluster["bytes"])
         rows.append(("3-node cluster vs one node", f">= {GOAL_SCALE}x", f"{scale:.2f}x capacity "
                      f"({cluster['rate'] / node['rate']:.2f}x measured on 2 shared cores)",
