@@ -12,10 +12,11 @@ near copies 1-3 bits away with the stored page's sentences).  Reported, the medi
 rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / ops, per node;
 ``spread``: the busiest node's lowest and highest of the rounds) and the capacity that implies
 (one core per node), and the crawlers' CPU per check (client us: what limits the measured
-rate when clients and servers share this machine's cores); bytes per page (INFO used_memory
-delta / N, per node) after the load.  The shared machine's noise moves one round's CPU figures
-by up to a quarter, and the machine's speed drifts between rounds: the 3-node cluster's gain
-is the median of each round's against the same round's one node.
+rate when clients and servers share this machine's cores), and ``calls``: the script calls a
+check costs the busiest node (each has a cost of its own, whatever its keys); bytes per page
+(INFO used_memory delta / N, per node) after the load.  The shared machine's noise moves one
+round's CPU figures by up to a quarter, and the machine's speed drifts between rounds: the
+3-node cluster's gain is the median of each round's against the same round's one node.
 
     python benchmarks/redis_bench.py [--sizes 100000 1000000 10000000] [--ops 20000]
 """
@@ -227,6 +228,22 @@ def _memory(ports: list[int]) -> list[int]:
     return [int(i["used_memory"]) for i in _infos(ports, "memory")]
 
 
+def _script_calls(ports: list[int]) -> list[int]:
+    """Script calls (EVALSHA) each node has served since its last CONFIG RESETSTAT."""
+    return [
+        int(i.get("cmdstat_evalsha", {}).get("calls", 0)) for i in _infos(ports, "commandstats")
+    ]
+
+
+def _reset_stats(ports: list[int]) -> None:
+    import redis
+
+    for port in ports:
+        client = redis.Redis(port=port)
+        client.config_resetstat()
+        client.close()
+
+
 def _flush(ports: list[int]) -> None:
     import redis
 
@@ -252,12 +269,15 @@ def load_index(
 def run_round(
     code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any, round_: int
 ) -> dict:
-    """Time one round of check-and-adds with ``code``; server CPU per check and node."""
+    """Time one round of check-and-adds with ``code``; server CPU and script calls per check
+    and node."""
+    _reset_stats(ports)
     cpu = _cpu(ports)
     done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
                inflight=a.inflight, round_=round_)  # fmt: skip
     cpu_us = [(c - b) / done["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
-    return {**done, "cpu_us": cpu_us}
+    calls = max(_script_calls(ports)) / done["ops"]
+    return {**done, "cpu_us": cpu_us, "calls": calls}
 
 
 def _median(rounds: list[dict], loaded: dict) -> dict:
@@ -268,7 +288,10 @@ def _median(rounds: list[dict], loaded: dict) -> dict:
     busiest = [max(r["cpu_us"]) for r in rounds]
     return {
         **loaded,
-        **{key: median(r[key] for r in rounds) for key in ("rate", "p50", "p99", "client_us")},
+        **{
+            key: median(r[key] for r in rounds)
+            for key in ("rate", "p50", "p99", "client_us", "calls")
+        },
         "cpu_us": [median(r["cpu_us"][i] for r in rounds) for i in range(nodes)],
         "spread": f"{min(busiest):.0f}-{max(busiest):.0f}",
     }
@@ -288,7 +311,7 @@ def _row(code: str, topology: str, n: int, r: dict) -> str:
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
         f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {r['spread']:>9} {capacity:>10,.0f} "
-        f"{r['client_us']:>10,.0f} "
+        f"{r['client_us']:>10,.0f} {r['calls']:>6.2f} "
         f"{'' if r['sentences'] else 'no sentences loaded'}"
     )
 
@@ -331,7 +354,7 @@ def main() -> None:
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'spread':>9} {'capacity':>10} "
-        f"{'client us':>10}"
+        f"{'client us':>10} {'calls':>6}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}
