@@ -40,7 +40,7 @@ concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pi
    them.  If any node was busy, end ours there (token-checked) and try again after 1-20 ms
    (jittered, doubling): nobody holds some leases while waiting for others.
 2. From the buckets: the stored fingerprints within k and the pages recorded under the
-   query's sentences; read their page buckets (one call per node).  Decide.
+   query's sentences; read their page buckets (plain GETs, one pipeline).  Decide.
 3. A match: end the leases (token-checked); return it.  New: on the node of the page's page
    bucket, one script checks that every lease there is still this token's, appends the page
    record (returning its ordinal among its fingerprint's records), raises the counter if it

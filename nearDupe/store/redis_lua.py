@@ -133,16 +133,6 @@ return #ARGV / 2
 """
 )
 
-# ARGV: keys.  Their values ('' for a missing one).
-LUA_GET = (
-    _CROSS_SLOT
-    + """
-local out = {}
-for i = 1, #ARGV do out[i] = redis.call('GET', ARGV[i]) or '' end
-return out
-"""
-)
-
 # KEYS: page bucket.  ARGV: a page record's fingerprint and writer (its first bytes).
 # Removes that record if it is there (undoing the write of a check whose lease expired);
 # returns 1 if it was.

@@ -10,12 +10,11 @@ from typing import Any
 
 from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_GET, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_REMOVE, LUA_SET
 
 SCRIPTS = {
     "acquire": LUA_ACQUIRE,
     "commit": LUA_COMMIT,
-    "get": LUA_GET,
     "set": LUA_SET,
     "remove": LUA_REMOVE,
 }
@@ -151,11 +150,12 @@ class Pipes:
         return await self.run(build)
 
     async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one): one script per node."""
-        groups = await self.by_node(keys)
-        replies = await self.per_node("get", [(group, group) for group in groups])
-        return {
-            key: value
-            for group, values in zip(groups, replies, strict=True)
-            for key, value in zip(group, values, strict=True)
-        }
+        """The values of ``keys`` (b"" for a missing one): plain GETs in one pipeline (a
+        script call costs a node ~25 us of its own, a GET ~2)."""
+
+        def build(pipe: Any) -> None:
+            for key in keys:
+                pipe.get(key)
+
+        replies = await self.run(build)
+        return {key: value or b"" for key, value in zip(keys, replies, strict=True)}
