@@ -1,4 +1,5 @@
-"""The Lua scripts of the Redis index: one call per node and phase, none scans.
+"""The Lua scripts of the Redis index: one call per node and phase, none scans (page buckets
+are read with plain GETs).
 
 The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts take
 and end leases and write records for all of one check's keys on one node (the flag
