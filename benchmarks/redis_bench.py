@@ -235,21 +235,13 @@ def _script_calls(ports: list[int]) -> list[int]:
     ]
 
 
-def _reset_stats(ports: list[int]) -> None:
+def _on_each(ports: list[int], command: str) -> None:
+    """Run a command without arguments (FLUSHALL, CONFIG RESETSTAT) on every node."""
     import redis
 
     for port in ports:
         client = redis.Redis(port=port)
-        client.config_resetstat()
-        client.close()
-
-
-def _flush(ports: list[int]) -> None:
-    import redis
-
-    for port in ports:
-        client = redis.Redis(port=port)
-        client.flushall()
+        client.execute_command(command)
         client.close()
 
 
@@ -258,7 +250,7 @@ def load_index(
 ) -> dict:
     """Flush and load n pages with ``code`` into an index laid out for ``pages``; memory per
     node."""
-    _flush(ports)
+    _on_each(ports, "FLUSHALL")
     time.sleep(0.5)
     before = _memory(ports)
     loaded = _in(code, "load", url=url, cluster=cluster, n=n, pages=pages)
@@ -271,7 +263,7 @@ def run_round(
 ) -> dict:
     """Time one round of check-and-adds with ``code``; server CPU and script calls per check
     and node."""
-    _reset_stats(ports)
+    _on_each(ports, "CONFIG RESETSTAT")
     cpu = _cpu(ports)
     done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
                inflight=a.inflight, round_=round_)  # fmt: skip

@@ -93,7 +93,6 @@ from nearDupe.store import droplog
 from nearDupe.store.base import (
     Holder,
     Match,
-    looked_up,
     recorded,
     sentence_matches,
     sketch_of,
@@ -101,7 +100,13 @@ from nearDupe.store.base import (
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
 from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
-from nearDupe.store.redis_reading import Reading, fetch_pages, page_keys, read
+from nearDupe.store.redis_reading import (
+    Reading,
+    fetch_pages,
+    page_keys,
+    read,
+    sentence_keys,
+)
 from nearDupe.store.redis_records import (
     SENTENCE_RECORD,
     WRITER,
@@ -253,8 +258,7 @@ class RedisStore(RedisBulkIndex):
 
         async def attempt(_retried: bool) -> list[Holder]:
             await self._ensure_ready()
-            keys = sorted({self.layout.sentence_key(h) for h, _ in looked_up(sentences)})
-            values = await self.pipes.get_all(keys)
+            values = await self.pipes.get_all(sentence_keys(self.layout, sentences))
             reading = read(self.layout, 0, -1, sentences, values)
             await fetch_pages(self.pipes, self.layout, reading)
             return reading.holders()

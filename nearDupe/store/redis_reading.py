@@ -21,12 +21,15 @@ from nearDupe.store.redis_records import (
 )
 
 
+def sentence_keys(layout: Layout, sentences: Sentences) -> list[str]:
+    """The sentence bucket of each sentence a check of this page looks up (distinct, sorted)."""
+    return sorted({layout.sentence_key(h) for h, _ in looked_up(sentences)})
+
+
 def page_keys(layout: Layout, fp: int, sentences: Sentences) -> list[str]:
-    """The buckets a check of this page reads (and leases): its bucket in every table, and
-    the sentence bucket of each sentence it looks up (distinct, in a fixed order)."""
-    keys = [key for key, _prefix, _record in layout.buckets(fp)]
-    keys += sorted({layout.sentence_key(h) for h, _ in looked_up(sentences)} - set(keys))
-    return keys
+    """The buckets a check of this page reads (and leases): its bucket in every table, then
+    its sentence_keys."""
+    return [key for key, _prefix, _record in layout.buckets(fp)] + sentence_keys(layout, sentences)
 
 
 @dataclass
@@ -126,6 +129,6 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
         return fp in near or page_tag(fp) in tags
 
     for key, value in values.items():
-        for record in page_records(value or b"", layout.page_key_top(key), wanted):
+        for record in page_records(value, layout.page_key_top(key), wanted):
             if not (reading.own and record.writer == reading.own):
                 reading.pages.setdefault(record.fp, []).append(record)
