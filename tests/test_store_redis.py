@@ -553,19 +553,24 @@ def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(), name="leases", lease_seconds=5)
         pipes, keys = store.pipes, store.bucket_keys(1 << 40)
-        await acquire(pipes, keys[:1], b"holder", lease_seconds=5)
-        waiting = asyncio.create_task(acquire(pipes, keys, b"waiter", lease_seconds=5))
+        seen = dict.fromkeys(keys, b"")
+        await acquire(pipes, {keys[0]: b""}, b"holder", lease_seconds=5)
+        waiting = asyncio.create_task(acquire(pipes, seen, b"waiter", lease_seconds=5))
         for _ in range(20):
             await asyncio.sleep(0.01)
             held = [await store.client.get(k + ":lease") for k in keys]
             assert held == [b"holder", None, None, None]
         await release(pipes, keys, b"waiter")  # not the holder's: nothing ends
         assert await store.client.get(keys[0] + ":lease") == b"holder"
+        await store.client.set(keys[2], b"grown")  # written while the waiter waited
         await release(pipes, keys[:1], b"holder")
-        values, _ = await asyncio.wait_for(waiting, 2)
-        assert values == dict.fromkeys(keys, b"")
+        values, changed, _ = await asyncio.wait_for(waiting, 2)
+        assert changed and values == {**seen, keys[2]: b"grown"}
         assert [await store.client.get(k + ":lease") for k in keys] == [b"waiter"] * 4
         assert 0 < await store.client.pttl(keys[1] + ":lease") <= 5000
+        await release(pipes, keys, b"waiter")
+        values, changed, _ = await acquire(pipes, values, b"again", lease_seconds=5)
+        assert not changed and values == {**seen, keys[2]: b"grown"}  # none read again
         await store.close()
 
     asyncio.run(body())

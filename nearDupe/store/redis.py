@@ -153,10 +153,16 @@ class RedisStore(RedisBulkIndex):
     ) -> Match | None:
         """One pass of the protocol (see module); raises LeaseLost to be run again."""
         keys = page_keys(self.layout, fp, sentences)
-        token = call.token
-        values, (headed,) = await acquire(
+        token, own = call.token, call.token[:WRITER]
+        seen = await self.pipes.get_all(keys)
+        reading = await self._reading(seen, fp, self.k, sentences, own)
+        match = self._match(reading, signature, sentences)
+        if match is not None:  # a stored copy: a copy whatever other crawlers write next
+            await self._undo(fp, call)
+            return match
+        values, changed, (headed,) = await acquire(
             self.pipes,
-            keys,
+            seen,
             token,
             lease_seconds=self.lease_seconds,
             extra=lambda pipe: pipe.exists(self._header_key),
@@ -165,8 +171,11 @@ class RedisStore(RedisBulkIndex):
             if not headed:
                 self._emptied()
                 raise LeaseLost
-            reading = read(self.layout, fp, self.k, sentences, values, own=token[:WRITER])
-            await fetch_pages(self.pipes, self.layout, reading)
+            if changed:
+                reading = await self._reading(values, fp, self.k, sentences, own)
+            else:  # only the page buckets, never leased, are read again
+                reading = replace(reading, pages={})
+                await fetch_pages(self.pipes, self.layout, reading)
             match = self._match(reading, signature, sentences)
         except BaseException:
             await release(self.pipes, keys, token)
@@ -243,9 +252,7 @@ class RedisStore(RedisBulkIndex):
         async def attempt(_retried: bool) -> Reading:
             await self._ensure_ready()
             values = await self.pipes.get_all(page_keys(self.layout, fp, sentences))
-            reading = read(self.layout, fp, k, sentences, values)
-            await fetch_pages(self.pipes, self.layout, reading)
-            return reading
+            return await self._reading(values, fp, k, sentences)
 
         reading = await self._retrying("query", attempt)
         matches = reading.confirmed(signature, self.confirm_k)
@@ -259,11 +266,17 @@ class RedisStore(RedisBulkIndex):
         async def attempt(_retried: bool) -> list[Holder]:
             await self._ensure_ready()
             values = await self.pipes.get_all(sentence_keys(self.layout, sentences))
-            reading = read(self.layout, 0, -1, sentences, values)
-            await fetch_pages(self.pipes, self.layout, reading)
-            return reading.holders()
+            return (await self._reading(values, 0, -1, sentences)).holders()
 
         return await self._retrying("query", attempt)
+
+    async def _reading(
+        self, values: dict[str, bytes], fp: int, k: int, sentences: Sentences, own: bytes = b""
+    ) -> Reading:
+        """What buckets ``values`` hold for ``fp``, with the page buckets they lead to."""
+        reading = read(self.layout, fp, k, sentences, values, own=own)
+        await fetch_pages(self.pipes, self.layout, reading)
+        return reading
 
     async def site_template(self, host: str) -> SiteTemplate:
         """See :class:`~nearDupe.store.Store`."""

@@ -38,14 +38,16 @@ class LeaseLost(Exception):
 
 async def acquire(
     pipes: Pipes,
-    keys: Sequence[str],
+    seen: dict[str, bytes],
     token: bytes,
     *,
     lease_seconds: float,
     extra: Callable[[Any], None] | None = None,
-) -> tuple[dict[str, bytes], list[Any]]:
-    """Lease every one of ``keys`` (all or none, waiting while another crawler holds one) and
-    return their contents, and the replies of the ``extra`` commands queued after them.
+) -> tuple[dict[str, bytes], bool, list[Any]]:
+    """Lease every key of ``seen`` (all or none, waiting while another crawler holds one):
+    their contents (``seen``'s values, read without leases, where a bucket's length is still
+    the same: buckets only grow), whether any changed, and the replies of the ``extra``
+    commands queued after them.
 
     A lease this token already holds (a retried call) counts as taken.
     """
@@ -53,24 +55,25 @@ async def acquire(
     deadline = time.monotonic() + patience
     wait = FIRST_WAIT
     ms = int(lease_seconds * 1000)
-    groups = await pipes.by_node(keys)
+    groups = await pipes.by_node(seen)
     while True:
 
         def build(pipe: Any) -> None:
             for group in groups:
-                pipes.on_node(pipe, "acquire", group, [token, ms, *group])
+                lengths = [len(seen[key]) for key in group]
+                pipes.on_node(pipe, "acquire", group, [token, ms, *group, *lengths])
             if extra is not None:
                 extra(pipe)
 
         replies = await pipes.run(build)
         taken = [int(r[0]) == 1 for r in replies[: len(groups)]]
         if all(taken):
-            values = {
+            fresh = {
                 key: value
                 for group, reply in zip(groups, replies, strict=False)
-                for key, value in zip(group, reply[1:], strict=True)
+                for key, value in zip(group, reply[1:], strict=False)
             }
-            return values, replies[len(groups) :]
+            return {**seen, **fresh}, bool(fresh), replies[len(groups) :]
         await release(
             pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
         )

@@ -63,13 +63,16 @@ local function find(v, rec, size)
 end
 """
 
-# ARGV: token, lease ms, keys.  If no key's lease is another token's: lease them all and
-# return {1, value of each key}; else take none (ending those this call took) and return {0}.
+# ARGV: token, lease ms, n keys, then the length of each as the caller read it.  If no key's
+# lease is another token's: lease them all and return {1} if each key still has that length
+# (buckets only grow), else {1, value of each key}; else take none (ending those this call
+# took) and return {0}.
 LUA_ACQUIRE = _fill(
     _CROSS_SLOT
     + """
 local token, ms = ARGV[1], ARGV[2]
-for i = 3, #ARGV do
+local n = (#ARGV - 2) / 2
+for i = 3, 2 + n do
   if not redis.call('SET', ARGV[i] .. LEASE, token, 'NX', 'PX', ms)
       and redis.call('GET', ARGV[i] .. LEASE) ~= token then
     for j = 3, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
@@ -77,7 +80,12 @@ for i = 3, #ARGV do
   end
 end
 local out = {1}
-for i = 3, #ARGV do out[#out + 1] = redis.call('GET', ARGV[i]) or '' end
+for i = 3, 2 + n do
+  if redis.call('STRLEN', ARGV[i]) ~= tonumber(ARGV[i + n]) then
+    for j = 3, 2 + n do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
+    return out
+  end
+end
 return out
 """
 )

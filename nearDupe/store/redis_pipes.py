@@ -150,12 +150,13 @@ class Pipes:
         return await self.run(build)
 
     async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one): plain GETs in one pipeline (a
-        script call costs a node ~25 us of its own, a GET ~2)."""
-
-        def build(pipe: Any) -> None:
-            for key in keys:
-                pipe.get(key)
-
-        replies = await self.run(build)
-        return {key: value or b"" for key, value in zip(keys, replies, strict=True)}
+        """The values of ``keys`` (b"" for a missing one): one MGET on a single Redis, plain
+        GETs in one pipeline on a cluster, whose keys lie in many slots (a script call costs
+        a node ~25 us of its own, a GET ~2; each command a crawler ~15 us)."""
+        if not keys:
+            return {}
+        if hasattr(self.client, "get_node_from_key"):
+            values = await self.run(lambda pipe: [pipe.get(key) for key in keys])
+        else:
+            (values,) = await self.run(lambda pipe: pipe.mget(keys))
+        return {key: value or b"" for key, value in zip(keys, values, strict=True)}
