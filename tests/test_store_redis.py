@@ -98,8 +98,9 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
 
 
 def test_a_check_leases_the_buckets_of_its_looked_up_sentences_only(server: RedisServer) -> None:
-    """A 60-sentence article's check leases its table buckets and LOOKUP_SENTENCES sentence
-    buckets (it leased 64 of them before), and its copy still finds it."""
+    """A 60-sentence article's check reads its table buckets and LOOKUP_SENTENCES sentence
+    buckets (it read 64 of them before) and, on a single Redis, takes no lease: one script
+    checks that none grew and writes; its copy still finds it."""
     from nearDupe.store.base import LOOKUP_SENTENCES
     from nearDupe.store.redis_reading import page_keys
 
@@ -113,9 +114,10 @@ def test_a_check_leases_the_buckets_of_its_looked_up_sentences_only(server: Redi
         await store.client.config_resetstat()
         assert await store.check_and_add(5, "https://article", None, article) is None
         stats = await store.client.info("commandstats")
-        leases = len(keys)  # one SET NX PX each, then the bucket writes (SET) of the commit
         written = len(store.design.tables) + 4 + 1  # tables, the sample, the page record
-        assert stats["cmdstat_set"]["calls"] == leases + written
+        assert stats["cmdstat_set"]["calls"] == written
+        assert stats["cmdstat_strlen"]["calls"] == len(keys)  # each checked, none leased
+        assert stats["cmdstat_evalsha"]["calls"] == 1
         got = await store.check_and_add(~5 & (2**64 - 1), "https://copy", None, article[1:])
         assert got is not None and (got.key, got.distance) == ("https://article", None)
         await store.close()
@@ -469,12 +471,14 @@ def _race(url: str, cluster: bool, processes: int = 8) -> None:
 # -- the lease protocol, interleaved ------------------------------------------------------------
 
 
-def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
-    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("topology", ["node", "cluster"])
+def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
+    topology: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Crawler A leases its buckets, reads them, then stalls before writing. Crawler B, with a
-    near copy, waits for A's leases to expire, then keeps its page. A wakes: its write finds
-    the lease gone and writes nothing; A starts again and reports B's page."""
+    """Crawler A reads its buckets, then stalls before writing. Crawler B, with a near copy,
+    keeps its page: at once on a single Redis (A holds no lease), after A's leases expired
+    on a cluster. A wakes: its write finds a bucket grown and writes nothing; A starts again
+    and reports B's page."""
     import nearDupe.store.redis as redis_module
 
     real = redis_module.commit
@@ -486,15 +490,20 @@ def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
             await stall.wait()
         return await real(pipes, page, keys, writes, token, count)
 
-    async def body() -> None:
-        a = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
-        b = RedisStore.from_url(server.url, IndexHeader(), name="stall", lease_seconds=0.5)
+    async def body(url: str, cluster: bool) -> None:
+        a, b = (
+            RedisStore.from_url(
+                url, IndexHeader(), name="stall", lease_seconds=0.5, cluster=cluster
+            )
+            for _ in range(2)
+        )
         monkeypatch.setattr(redis_module, "commit", stalling)
         first = asyncio.create_task(a.check_and_add(1 << 40, "https://a"))
         await stalled.wait()
         started = time.monotonic()
         assert await b.check_and_add(flip(1 << 40, 2), "https://b") is None
-        assert 0.3 < time.monotonic() - started < 2.0  # waited for A's leases to expire
+        waited = time.monotonic() - started
+        assert 0.3 < waited < 2.0 if cluster else waited < 0.3  # A's leases expired first
         stall.set()
         assert await first == Match("https://b", flip(1 << 40, 2), 1)
         assert await a.count() == 1
@@ -503,6 +512,45 @@ def test_a_stalled_crawler_loses_its_leases_and_finds_the_copy(
         assert leases == []
         await a.close()
         await b.close()
+
+    with ExitStack() as stack:
+        if topology == "node":
+            url = stack.enter_context(RedisServer(tmp_path / "redis")).url
+        else:
+            url = stack.enter_context(RedisCluster(tmp_path / "cluster")).url
+        asyncio.run(body(url, topology == "cluster"))
+
+
+def test_a_page_stored_under_a_known_fingerprint_meanwhile_is_found(
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page whose fingerprint is stored already adds no table record, only its page record.
+    C reads (page A is near, its signature too far: not a copy), stalls; B, with A's
+    fingerprint and C's signature, is stored; C's write finds B's page bucket grown, writes
+    nothing, and C reports B."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    stall, stalled = asyncio.Event(), asyncio.Event()
+    fp, far = 1 << 40, 2**64 - 1
+
+    async def stalling(pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str):  # type: ignore[no-untyped-def]
+        if page[1].endswith(b"https://c") and not stall.is_set():
+            stalled.set()
+            await stall.wait()
+        return await real(pipes, page, keys, writes, token, count)
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(confirm_k=22), name="same")
+        assert await store.check_and_add(fp, "https://a", 0) is None
+        monkeypatch.setattr(redis_module, "commit", stalling)
+        third = asyncio.create_task(store.check_and_add(flip(fp, 5), "https://c", far))
+        await stalled.wait()
+        assert await store.check_and_add(fp, "https://b", far) is None  # A's words reordered
+        stall.set()
+        assert await third == Match("https://b", fp, 1)
+        assert await store.count() == 2
+        await store.close()
 
     asyncio.run(body())
 
@@ -564,12 +612,12 @@ def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
         assert await store.client.get(keys[0] + ":lease") == b"holder"
         await store.client.set(keys[2], b"grown")  # written while the waiter waited
         await release(pipes, keys[:1], b"holder")
-        values, changed, _ = await asyncio.wait_for(waiting, 2)
+        values, changed = await asyncio.wait_for(waiting, 2)
         assert changed and values == {**seen, keys[2]: b"grown"}
         assert [await store.client.get(k + ":lease") for k in keys] == [b"waiter"] * 4
         assert 0 < await store.client.pttl(keys[1] + ":lease") <= 5000
         await release(pipes, keys, b"waiter")
-        values, changed, _ = await acquire(pipes, values, b"again", lease_seconds=5)
+        values, changed = await acquire(pipes, values, b"again", lease_seconds=5)
         assert not changed and values == {**seen, keys[2]: b"grown"}  # none read again
         await store.close()
 
@@ -595,7 +643,7 @@ def test_a_page_record_is_known_by_its_start_not_by_bytes_inside_another(
         await store.client.set(bucket, other)
         page = bucket, page_record(fp, "https://mine", None, Sketch(0, 0, b""), writer)
         for _ in range(2):  # the second: a retry finds its record and appends nothing
-            await commit(store.pipes, page, [], {}, b"token", store._count_key)
+            await commit(store.pipes, page, {}, {}, b"token", store._count_key)
         top = store.layout.page_key_top(bucket)
         stored = page_records(await store.client.get(bucket), top)
         assert [r.key for r in stored] == ["https://x/" + mine.decode(), "https://mine"]

@@ -29,38 +29,50 @@ a Redis Cluster the buckets spread over all slots and nodes: memory and load spl
 nodes.  Buckets are strings of packed records, rewritten whole by the scripts so that they
 keep their exact size.
 
-Check-and-add: Redis stores and leases; the crawler computes (Hamming distances with numpy,
-the rules of :mod:`nearDupe.store.base`).  Each step is one Lua call per node holding some of
-the page's buckets (flag ``allow-cross-slot-keys``), all sent in one pipeline; the steps of
-concurrent checks of one process share pipelines (:mod:`~nearDupe.store.redis_pipes`):
+Check-and-add: Redis stores, checks and leases; the crawler computes (Hamming distances with
+numpy, the rules of :mod:`nearDupe.store.base`).  Buckets only grow, so a bucket's length
+tells whether anything was written to it since it was read.  Each step is one pipeline (on
+a cluster, one Lua call per node holding some of the page's buckets, flag
+``allow-cross-slot-keys``); the steps of concurrent checks of one process share pipelines
+(:mod:`~nearDupe.store.redis_pipes`):
 
-1. Lease, all or none per node: the page's bucket in every table and the sentence bucket of
-   each sentence it looks up (``SET <bucket>:lease <token> NX PX lease`` for each; if one is
-   another token's, the script ends the leases it just took and answers "busy"), and read
-   them.  If any node was busy, end ours there (token-checked) and try again after 1-20 ms
-   (jittered, doubling): nobody holds some leases while waiting for others.
-2. From the buckets: the stored fingerprints within k and the pages recorded under the
-   query's sentences; read their page buckets (plain GETs, one pipeline).  Decide.
-3. A match: end the leases (token-checked); return it.  New: on the node of the page's page
-   bucket, one script checks that every lease there is still this token's, appends the page
-   record (returning its ordinal among its fingerprint's records), raises the counter if it
-   lives there, appends the fingerprint and sentence records and ends the leases; then the
-   same on every other node (writing nothing on a node where a lease is no longer ours).
+1. Read, without a lease: the page's bucket in every table and the sentence bucket of each
+   sentence it looks up (one MGET on a single Redis, GETs on a cluster); from them, the
+   stored fingerprints within k and the pages recorded under the query's sentences; read
+   their page buckets.  Decide.  A match is returned at once: a stored copy is a copy
+   whatever other crawlers write next (no script call at all).
+2. On a cluster only, lease every bucket read (``SET <bucket>:lease <token> NX PX lease``,
+   all or none per node; if one is another token's, end the leases just taken, wait 1-20 ms
+   (jittered, doubling) and try again: nobody holds some leases while waiting for others).
+   The same script compares each bucket's length with the one read: if any grew, the
+   buckets are read again and the page decided again (a match ends the leases).
+3. New: on the node of the page's page bucket, one script checks that no bucket read there
+   (page buckets included) is another token's lease or has grown, appends the page record
+   (returning its ordinal among its fingerprint's records), raises the counter if it lives
+   there, appends the fingerprint and sentence records and ends this token's leases; then
+   the same on every other node.  If a check fails, nothing is written there and the check
+   starts again from step 1 (it then finds what was written).
 
 Why this is exact: two pages within k share a table bucket, and two pages a sentence match can
-join share a sentence (a query leases the buckets of the sentences it looks up; a page is
-recorded under some of those), so two such checks both need one lease: the second reads that
-bucket only after the first's writes, which end its lease.  The page record is acknowledged
-before any fingerprint leading to it is written.  A crawler stalled past its lease
-(``lease_seconds``, default LEASE_SECONDS) finds at step 3 that a lease is gone and starts
-again from step 1.  A page record carries its writer (the first bytes of the check's token), so
-a retry (a lost reply, a lost lease) leaves its own record out of what it reads and decides as
-its first attempt would have: a match found now (a page stored while its leases were lost)
-removes its record; none completes its missing records (the commit appends the page record only
-if no record with its fingerprint and writer is there; other records are never appended twice).
-Another crawler's record of the same URL and text is never taken for the check's own.  A page
-looks up (and leases) at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a
-check grows with them (~2 Redis calls each).
+join share a sentence (a query reads the buckets of the sentences it looks up; a page is
+recorded under some of those), so each writes a bucket the other read (a page whose
+fingerprint is stored already adds only its page record, to a page bucket the other read).
+On a single Redis the check and the writes of step 3 are one script: the second of two such
+pages to write finds a bucket grown, and decides again after reading the first's records
+(optimistic concurrency: the commits are a serial order).  On a cluster, the writes on one
+node must not be made void by a bucket grown on another, so step 3 runs under the leases of
+step 2: a bucket leased and of the length read cannot grow until the lease ends.  The page
+record is acknowledged before any fingerprint leading to it is written.  A crawler stalled
+past its lease (``lease_seconds``, default LEASE_SECONDS) finds at step 3 that a bucket grew
+or is another's and starts again.  A page record carries its writer (the first bytes of the
+check's token), so a retry (a lost reply, a lost lease, a grown bucket) leaves its own record
+out of what it reads and decides as its first attempt would have: a match found now (a page
+stored while its attempt's writes were refused on another node) removes its record; none
+completes its missing records (the commit appends the page record only if no record with its
+fingerprint and writer is there; other records are never appended twice).  Another
+crawler's record of the same URL and text is never taken for the check's own.  A page
+looks up at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a check grows
+with them (a bucket read, checked, and leased on a cluster, each).
 
 Failure policy: connection errors, timeouts and a server still loading its data are retried
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
@@ -154,37 +166,31 @@ class RedisStore(RedisBulkIndex):
         """One pass of the protocol (see module); raises LeaseLost to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token, own = call.token, call.token[:WRITER]
-        seen = await self.pipes.get_all(keys)
+        seen, (headed,) = await self.pipes.read(keys, lambda pipe: pipe.exists(self._header_key))
+        if not headed:
+            self._emptied()
+            raise LeaseLost
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)
+        if match is None and self.pipes.cluster:
+            values, changed = await acquire(
+                self.pipes, seen, token, lease_seconds=self.lease_seconds
+            )
+            if changed:
+                try:
+                    reading = await self._reading(values, fp, self.k, sentences, own)
+                    match = self._match(reading, signature, sentences)
+                except BaseException:
+                    await release(self.pipes, keys, token)
+                    raise
+                if match is not None:
+                    await self._undo(fp, call)
+                    await release(self.pipes, keys, token)
+                    return match
         if match is not None:  # a stored copy: a copy whatever other crawlers write next
             await self._undo(fp, call)
             return match
-        values, changed, (headed,) = await acquire(
-            self.pipes,
-            seen,
-            token,
-            lease_seconds=self.lease_seconds,
-            extra=lambda pipe: pipe.exists(self._header_key),
-        )
-        try:
-            if not headed:
-                self._emptied()
-                raise LeaseLost
-            if changed:
-                reading = await self._reading(values, fp, self.k, sentences, own)
-            else:  # only the page buckets, never leased, are read again
-                reading = replace(reading, pages={})
-                await fetch_pages(self.pipes, self.layout, reading)
-            match = self._match(reading, signature, sentences)
-        except BaseException:
-            await release(self.pipes, keys, token)
-            raise
-        if match is not None:
-            await self._undo(fp, call)
-            await release(self.pipes, keys, token)
-            return match
-        await self._record(fp, key, signature, sentences, call, keys, reading)
+        await self._record(fp, key, signature, sentences, call, reading)
         return None
 
     def _match(
@@ -202,7 +208,6 @@ class RedisStore(RedisBulkIndex):
         signature: int | None,
         sentences: Sentences,
         call: _Call,
-        keys: list[str],
         reading: Reading,
     ) -> None:
         """Write the page (its page record first, unless an earlier attempt did), ending the
@@ -218,7 +223,7 @@ class RedisStore(RedisBulkIndex):
             writes.setdefault(bucket, (SENTENCE_RECORD, []))[1].append(sentence_record(h, fp))
         call.sent = True
         page = self.layout.page_key(fp), record
-        await commit(self.pipes, page, keys, writes, call.token, self._count_key)
+        await commit(self.pipes, page, reading.lengths, writes, call.token, self._count_key)
 
     async def _undo(self, fp: int, call: _Call) -> None:
         """Remove the page record an earlier attempt of this call may have written before it

@@ -1,10 +1,12 @@
-"""Leases on buckets: taken all-or-nothing with their contents, ended token-checked by the
-script that writes; one script call per node and phase.
+"""Leases on buckets and the commit that checks and writes them: one script call per node
+and phase.
 
 A lease is ``<bucket>:lease`` = the check's token, with a PX expiry, in the bucket's own
-slot.  A crawler reads a bucket only while it holds its lease and writes it only in the
-script that ends the lease (which checks the token), so two crawlers whose pages share a
-bucket decide one after the other.  See the protocol in :mod:`nearDupe.store.redis`.
+slot.  Only a cluster's checks take them (a single Redis checks and writes in one script):
+a crawler writes a bucket only in the script that checks that no other token leases it and
+that it has not grown since it was read, and ends this token's leases, so two crawlers
+whose pages share a bucket decide one after the other.  See the protocol in
+:mod:`nearDupe.store.redis`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from nearDupe.errors import StoreUnavailable
@@ -33,21 +35,16 @@ LONGEST_WAIT = 0.02
 
 
 class LeaseLost(Exception):
-    """A lease expired before the crawler holding it wrote (it starts its check again)."""
+    """A bucket grew, or a lease expired, before the crawler that read it wrote (it starts
+    its check again)."""
 
 
 async def acquire(
-    pipes: Pipes,
-    seen: dict[str, bytes],
-    token: bytes,
-    *,
-    lease_seconds: float,
-    extra: Callable[[Any], None] | None = None,
-) -> tuple[dict[str, bytes], bool, list[Any]]:
+    pipes: Pipes, seen: dict[str, bytes], token: bytes, *, lease_seconds: float
+) -> tuple[dict[str, bytes], bool]:
     """Lease every key of ``seen`` (all or none, waiting while another crawler holds one):
     their contents (``seen``'s values, read without leases, where a bucket's length is still
-    the same: buckets only grow), whether any changed, and the replies of the ``extra``
-    commands queued after them.
+    the same: buckets only grow), and whether any changed.
 
     A lease this token already holds (a retried call) counts as taken.
     """
@@ -62,18 +59,16 @@ async def acquire(
             for group in groups:
                 lengths = [len(seen[key]) for key in group]
                 pipes.on_node(pipe, "acquire", group, [token, ms, *group, *lengths])
-            if extra is not None:
-                extra(pipe)
 
         replies = await pipes.run(build)
-        taken = [int(r[0]) == 1 for r in replies[: len(groups)]]
+        taken = [int(r[0]) == 1 for r in replies]
         if all(taken):
             fresh = {
                 key: value
-                for group, reply in zip(groups, replies, strict=False)
+                for group, reply in zip(groups, replies, strict=True)
                 for key, value in zip(group, reply[1:], strict=False)
             }
-            return {**seen, **fresh}, bool(fresh), replies[len(groups) :]
+            return {**seen, **fresh}, bool(fresh)
         await release(
             pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
         )
@@ -83,52 +78,63 @@ async def acquire(
         wait = min(2 * wait, LONGEST_WAIT)
 
 
-#: What a commit writes into one leased key: record size and the records.
+#: What a commit writes into one key: record size and the records.
 Writes = dict[str, tuple[int, list[bytes]]]
 
 
 def _commit_args(
-    token: bytes, page: tuple[str, bytes] | None, count: str, group: list[str], writes: Writes
+    token: bytes,
+    page: tuple[str, bytes] | None,
+    count: str,
+    group: list[str],
+    writes: Writes,
+    lengths: dict[str, int],
 ) -> list[Any]:
     args: list[Any] = [token, *(page or ("", b"")), count]
     for key in group:
         size, records = writes.get(key, (0, []))
-        args += [key, size, len(records), *records]
+        args += [key, lengths.get(key, -1), size, len(records), *records]
     return args
 
 
 async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
-    """End this token's leases on ``keys`` (another's lease is left alone)."""
+    """End this token's leases on ``keys`` (none if another token leases one of them)."""
     groups = await pipes.by_node(keys)
     if groups:
-        await pipes.per_node("commit", [(g, _commit_args(token, None, "", g, {})) for g in groups])
+        calls = [(g, _commit_args(token, None, "", g, {}, {})) for g in groups]
+        await pipes.per_node("commit", calls)
 
 
 async def commit(
     pipes: Pipes,
     page: tuple[str, bytes],
-    keys: Sequence[str],
+    lengths: dict[str, int],
     writes: Writes,
     token: bytes,
     count: str,
 ) -> None:
     """Write the page record (``page``: its bucket and record; unless this call did already),
-    then ``writes`` into the leased ``keys``, ending the leases: first on the page bucket's
-    node, then on the others (so the page record is stored before any fingerprint leading to
-    it).  The counter ``count`` goes up with the page record (in its script if on its node).
-    Raises :class:`LeaseLost` if a lease was no longer this token's."""
-    groups = await pipes.by_node([page[0], count, *keys])
+    then ``writes``, if no key of ``lengths`` (every bucket the decision read, and the length
+    it read) is leased by another token or has grown, ending this token's leases: first on
+    the page bucket's node, then on the others (so the page record is stored before any
+    fingerprint leading to it).  The counter ``count`` goes up with the page record (in its
+    script if on its node).  Raises :class:`LeaseLost` if a key was leased or had grown.
+
+    On a single Redis this is one script call that checks and writes at once: no lease is
+    needed.  On a cluster the keys are leased first (:func:`acquire`), so that the writes on
+    one node are not undone by a key grown on another."""
+    groups = await pipes.by_node([page[0], count, *lengths])
     first = [k for k in groups[0][1:] if k != count]
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
 
     (reply,) = await pipes.per_node(
-        "commit", [(groups[0], _commit_args(token, page, local, first, writes))]
+        "commit", [(groups[0], _commit_args(token, page, local, first, writes, lengths))]
     )
     if not int(reply[0]):
         raise LeaseLost
     added = bool(int(reply[1]))
-    calls = [(g, _commit_args(token, None, "", g, writes)) for g in others if g]
+    calls = [(g, _commit_args(token, None, "", g, writes, lengths)) for g in others if g]
     if calls or (added and not local):
 
         def build(pipe: Any) -> None:

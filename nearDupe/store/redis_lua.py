@@ -91,20 +91,28 @@ return out
 )
 
 # ARGV: token, page bucket ('' for none), page record, the counter to raise if the page
-# record is appended ('' for none: on another node), then per leased key: key, record size,
-# record count, records.  If every lease is still this token's: append the page record unless
-# a record with its fingerprint and writer is there (this call's, from an attempt whose reply
-# was lost), then each key's records not there yet, end the leases and return {1, 1 if the
-# page record was appended now}.  Else write nothing: {0}.
+# record is appended ('' for none: on another node), then per key: key, its length as the
+# caller read it (-1: not checked), record size, record count, records.  If no key is leased
+# by another token and each checked one still has that length (buckets only grow, under
+# their lease if one is taken): append the page record unless a record with its fingerprint
+# and writer is there (this call's, from an attempt whose reply was lost), then each key's
+# records not there yet, end this token's leases and return {1, 1 if the page record was
+# appended now}.  Else write nothing: {0}.
 LUA_COMMIT = _fill(
     _CROSS_SLOT
     + _RECORDS
     + """
 local token = ARGV[1]
+local leased = {}
 local i = 5
 while i <= #ARGV do
-  if redis.call('GET', ARGV[i] .. LEASE) ~= token then return {0} end
-  i = i + 3 + tonumber(ARGV[i + 2])
+  local lease, seen = redis.call('GET', ARGV[i] .. LEASE), tonumber(ARGV[i + 1])
+  if (lease and lease ~= token)
+      or (seen >= 0 and redis.call('STRLEN', ARGV[i]) ~= seen) then
+    return {0}
+  end
+  if lease then leased[#leased + 1] = ARGV[i] .. LEASE end
+  i = i + 4 + tonumber(ARGV[i + 3])
 end
 local added = 0
 if ARGV[2] ~= '' then
@@ -117,18 +125,18 @@ if ARGV[2] ~= '' then
 end
 i = 5
 while i <= #ARGV do
-  local key, size, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local key, size, n = ARGV[i], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   if n > 0 then
     local v = redis.call('GET', key) or ''
     local grown = v
-    for j = i + 3, i + 2 + n do
+    for j = i + 4, i + 3 + n do
       if not find(v, ARGV[j], size) then grown = grown .. ARGV[j] end
     end
     if #grown > #v then redis.call('SET', key, grown) end
   end
-  redis.call('DEL', key .. LEASE)
-  i = i + 3 + n
+  i = i + 4 + n
 end
+for _, lease in ipairs(leased) do redis.call('DEL', lease) end
 return {1, added}
 """
 )

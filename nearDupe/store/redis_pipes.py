@@ -40,6 +40,8 @@ class Pipes:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        #: A Redis Cluster's client (keys grouped per node), not a single Redis's.
+        self.cluster = hasattr(client, "get_node_from_key")
         self._loading: asyncio.Future[None] | None = None
         self._queue: list[tuple[list[Any], asyncio.Future[list[Any]]]] = []
 
@@ -150,13 +152,26 @@ class Pipes:
         return await self.run(build)
 
     async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one): one MGET on a single Redis, plain
-        GETs in one pipeline on a cluster, whose keys lie in many slots (a script call costs
-        a node ~25 us of its own, a GET ~2; each command a crawler ~15 us)."""
-        if not keys:
-            return {}
-        if hasattr(self.client, "get_node_from_key"):
-            values = await self.run(lambda pipe: [pipe.get(key) for key in keys])
-        else:
-            (values,) = await self.run(lambda pipe: pipe.mget(keys))
-        return {key: value or b"" for key, value in zip(keys, values, strict=True)}
+        """The values of ``keys`` (b"" for a missing one)."""
+        return (await self.read(keys))[0]
+
+    async def read(
+        self, keys: Sequence[str], extra: Callable[[Any], None] | None = None
+    ) -> tuple[dict[str, bytes], list[Any]]:
+        """The values of ``keys`` (b"" for a missing one), and the replies of the ``extra``
+        commands queued after them: one MGET on a single Redis, plain GETs on a cluster,
+        whose keys lie in many slots (a script call costs a node ~25 us of its own, a GET ~2;
+        each command a crawler ~15 us)."""
+        n = len(keys) if self.cluster else min(len(keys), 1)  # the replies holding values
+
+        def build(pipe: Any) -> None:
+            for key in keys if self.cluster else ():
+                pipe.get(key)
+            if n and not self.cluster:
+                pipe.mget(keys)
+            if extra is not None:
+                extra(pipe)
+
+        replies = await self.run(build)
+        values = replies[:n] if self.cluster else [v for reply in replies[:n] for v in reply]
+        return {k: v or b"" for k, v in zip(keys, values, strict=True)}, replies[n:]

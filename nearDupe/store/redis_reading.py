@@ -47,6 +47,9 @@ class Reading:
     #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
     crowded: set[int]
     pages: dict[int, list[PageRecord]] = field(default_factory=dict)
+    #: The length of every bucket read (and so of every page bucket fetched): a commit
+    #: checks that none has grown since.
+    lengths: dict[str, int] = field(default_factory=dict)
     #: The writer of this check's own page records (see redis_records.WRITER): a record an
     #: earlier attempt wrote is left out of the answers, so a retry decides as it would have.
     own: bytes = b""
@@ -84,7 +87,8 @@ def read(
     ``own``: see Reading.own."""
     near, present = layout.near(fp, k, values)
     rows, crowded = _recorded_under(layout, sentences, values)
-    return Reading(fp, near, present, rows, crowded, own=own)
+    lengths = {key: len(value) for key, value in values.items()}
+    return Reading(fp, near, present, rows, crowded, own=own, lengths=lengths)
 
 
 def _recorded_under(
@@ -129,6 +133,7 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
         return fp in near or page_tag(fp) in tags
 
     for key, value in values.items():
+        reading.lengths[key] = len(value)
         for record in page_records(value, layout.page_key_top(key), wanted):
             if not (reading.own and record.writer == reading.own):
                 reading.pages.setdefault(record.fp, []).append(record)
