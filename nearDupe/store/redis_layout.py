@@ -162,16 +162,19 @@ class Layout:
         within k are unpermuted.
         """
         mine = self.buckets(fp)
-        lows, of, present, near = [], [], [], set()
-        for t, (key, _prefix, record) in enumerate(mine):
-            stored = bucket_lows(values.get(key, b""), self.widths[t])
-            lows.append(stored)
-            of.append(np.full(len(stored), int.from_bytes(record, "big"), dtype=np.uint64))
-        every = np.concatenate(lows)
-        distance = np.bitwise_count(every ^ np.concatenate(of))
-        table = np.repeat(np.arange(len(mine)), [len(x) for x in lows])
-        for t in range(len(mine)):
-            present.append(bool(((table == t) & (distance == 0)).any()))
+        widths = self.widths
+        whole = [values.get(key, b"") for key, _prefix, _record in mine]
+        whole = [v[: len(v) - len(v) % w] for v, w in zip(whole, widths, strict=True)]
+        if len(set(widths)) == 1:  # every table's records alike: parsed at once
+            every = bucket_lows(b"".join(whole), widths[0])
+        else:
+            every = np.concatenate([bucket_lows(v, w) for v, w in zip(whole, widths, strict=True)])
+        counts = [len(v) // w for v, w in zip(whole, widths, strict=True)]
+        table = np.repeat(np.arange(len(mine)), counts)
+        own = np.array([int.from_bytes(r, "big") for _k, _p, r in mine], dtype=np.uint64)
+        distance = np.bitwise_count(every ^ own[table])
+        present = (np.bincount(table[distance == 0], minlength=len(mine)) > 0).tolist()
+        near = set()
         for i in np.flatnonzero(distance <= k).tolist():
             t = int(table[i])
             permuted = int(every[i]) | (mine[t][1] << self._tables[t][1])
