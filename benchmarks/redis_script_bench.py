@@ -4,6 +4,8 @@ against an earlier revision's (``--old``, default main), side by side on one red
 A page bucket holds the page records of one 2^18th of the fingerprints: ~4 at 10^6 pages,
 ~38 at 10^7, ~380 at 10^8.  Each commit appends one new page record (the common case) to its
 own copy of such a bucket; reported: the server's CPU per commit (used_cpu_user+sys delta).
+Then what one pipelined call costs the server of its own: a GET, an MGET of 8 keys, a script
+that does nothing, one that reads the lengths of 8 keys.
 
     python benchmarks/redis_script_bench.py [--records 4 38 380] [--commits 2000] [--old main]
 """
@@ -75,6 +77,17 @@ def commit_us(client: redis.Redis, script: str, records: int, commits: int, tag:
     return spent / commits * 1e6
 
 
+def call_us(client: redis.Redis, queue: Any, calls: int = 20_000) -> float:
+    """Server CPU per call of what ``queue(pipe)`` queues, pipelined 1,000 at a time."""
+    pipe = client.pipeline(transaction=False)
+    before = _cpu(client)
+    for _ in range(calls // 1000):
+        for _ in range(1000):
+            queue(pipe)
+        pipe.execute()
+    return (_cpu(client) - before) / calls * 1e6
+
+
 def main() -> None:
     """Print the server CPU per commit of both revisions' scripts, per bucket size."""
     from redis_server import RedisServer
@@ -98,6 +111,21 @@ def main() -> None:
                 o = commit_us(client, old.LUA_COMMIT, records, a.commits, f"o{r}")
                 n = commit_us(client, redis_lua.LUA_COMMIT, records, a.commits, f"n{r}")
                 print(f"{records:>8} {o:>8.1f} {n:>8.1f} {n / o:>8.2f}", flush=True)
+        cross = "#!lua flags=allow-cross-slot-keys\n"
+        noop = client.script_load(cross + "return 1")
+        lengths = client.script_load(
+            cross + "for i = 1, #ARGV do redis.call('STRLEN', ARGV[i]) end return 1"
+        )
+        keys = [f"k{{{i}}}" for i in range(8)]
+        calls = {
+            "GET": lambda pipe: pipe.get(keys[0]),
+            "MGET of 8 keys": lambda pipe: pipe.mget(keys),
+            "script doing nothing": lambda pipe: pipe.evalsha(noop, 0),
+            "script: STRLEN of 8 keys": lambda pipe: pipe.evalsha(lengths, 0, *keys),
+        }
+        print("\nserver CPU per call (us), pipelined")
+        for what, queue in calls.items():
+            print(f"{what:<26} {min(call_us(client, queue) for _ in range(2)):>6.2f}", flush=True)
         client.close()
 
 
