@@ -1,8 +1,8 @@
-"""The Lua scripts of the Redis index: one call per node and phase, none scans (page buckets
-are read with plain GETs).
+"""The Lua scripts of the Redis index: one call per node and phase, none scans.
 
-The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts take
-and end leases and write records for all of one check's keys on one node (the flag
+The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts read
+a cluster node's buckets, take and end leases, check that buckets have not grown, and write
+records, for all of one check's keys on one node (the flag
 ``allow-cross-slot-keys`` of Redis 7 lets a script reach keys of several slots on its node;
 KEYS[1] only routes it).  A bucket is rewritten whole with SET so that it keeps its exact
 size: APPEND grows a string's allocation greedily (150 appends of 6 bytes cost 2,096 B
@@ -62,6 +62,17 @@ local function find(v, rec, size)
   return i
 end
 """
+
+# ARGV: keys (all on this node).  Returns the value of each ('' for a missing one): a cluster
+# check's reads on one node in one call (a GET per key costs the crawler ~10 us each).
+LUA_GET = (
+    _CROSS_SLOT
+    + """
+local out = {}
+for i = 1, #ARGV do out[i] = redis.call('GET', ARGV[i]) or '' end
+return out
+"""
+)
 
 # ARGV: token, lease ms, n keys, then the length of each as the caller read it.  If no key's
 # lease is another token's: lease them all and return {1} if each key still has that length

@@ -10,9 +10,10 @@ from typing import Any
 
 from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_GET, LUA_REMOVE, LUA_SET
 
 SCRIPTS = {
+    "get": LUA_GET,
     "acquire": LUA_ACQUIRE,
     "commit": LUA_COMMIT,
     "set": LUA_SET,
@@ -159,19 +160,25 @@ class Pipes:
         self, keys: Sequence[str], extra: Callable[[Any], None] | None = None
     ) -> tuple[dict[str, bytes], list[Any]]:
         """The values of ``keys`` (b"" for a missing one), and the replies of the ``extra``
-        commands queued after them: one MGET on a single Redis, plain GETs on a cluster,
-        whose keys lie in many slots (each command costs the crawler ~10 us of redis-py;
-        the server, pipelined, ~0.5 us a GET and ~1.5 us a script call of its own)."""
-        n = len(keys) if self.cluster else min(len(keys), 1)  # the replies holding values
+        commands queued after them: one command per node, an MGET on a single Redis, the
+        ``get`` script on a cluster, whose keys lie in many slots (each command costs the
+        crawler ~10 us of redis-py; the server, pipelined, ~0.25 us a GET and ~1 us a script
+        call of its own)."""
+        groups = await self.by_node(keys) if keys else []
 
         def build(pipe: Any) -> None:
-            for key in keys if self.cluster else ():
-                pipe.get(key)
-            if n and not self.cluster:
-                pipe.mget(keys)
+            for group in groups:
+                if self.cluster:
+                    self.on_node(pipe, "get", group, group)
+                else:
+                    pipe.mget(group)
             if extra is not None:
                 extra(pipe)
 
         replies = await self.run(build)
-        values = replies[:n] if self.cluster else [v for reply in replies[:n] for v in reply]
-        return {k: v or b"" for k, v in zip(keys, values, strict=True)}, replies[n:]
+        values = {
+            key: value or b""
+            for group, reply in zip(groups, replies, strict=False)
+            for key, value in zip(group, reply, strict=True)
+        }
+        return values, replies[len(groups) :]
