@@ -37,10 +37,10 @@ a cluster, one Lua call per node holding some of the page's buckets, flag
 (:mod:`~nearDupe.store.redis_pipes`):
 
 1. Read, without a lease: the page's bucket in every table and the sentence bucket of each
-   sentence it looks up (one MGET on a single Redis, GETs on a cluster); from them, the
-   stored fingerprints within k and the pages recorded under the query's sentences; read
-   their page buckets.  Decide.  A match is returned at once: a stored copy is a copy
-   whatever other crawlers write next (no script call at all).
+   sentence it looks up (one MGET on a single Redis, a script call per node on a cluster);
+   from them, the stored fingerprints within k and the pages recorded under the query's
+   sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
+   is a copy whatever other crawlers write next (no write, no lease).
 2. On a cluster only, lease every bucket read (``SET <bucket>:lease <token> NX PX lease``,
    all or none per node; if one is another token's, end the leases just taken, wait 1-20 ms
    (jittered, doubling) and try again: nobody holds some leases while waiting for others).
