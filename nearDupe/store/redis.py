@@ -41,9 +41,10 @@ a cluster, one Lua call per node holding some of the page's buckets, flag
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
    is a copy whatever other crawlers write next (no write, no lease).
-2. On a cluster only, lease every bucket read (``SET <bucket>:lease <token> NX PX lease``,
-   all or none per node; if one is another token's, end the leases just taken, wait 1-20 ms
-   (jittered, doubling) and try again: nobody holds some leases while waiting for others).
+2. On a cluster only, lease those table and sentence buckets (``SET <bucket>:lease <token>
+   NX PX lease``, all or none per node; if one is another token's, end the leases just
+   taken, wait 1-20 ms (jittered, doubling) and try again: nobody holds some leases while
+   waiting for others).
    The same script compares each bucket's length with the one read: if any grew, the
    buckets are read again and the page decided again (a match ends the leases).
 3. New: on the node of the page's page bucket, one script checks that no bucket read there
