@@ -112,7 +112,7 @@ from nearDupe.store.base import (
     storable_key,
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_leases import LeaseLost, Writes, acquire, commit, release
+from nearDupe.store.redis_leases import LeaseLost, Pause, Writes, acquire, commit, release
 from nearDupe.store.redis_reading import (
     Reading,
     fetch_pages,
@@ -152,12 +152,13 @@ class RedisStore(RedisBulkIndex):
         call = _Call(os.urandom(8))
 
         async def attempt(_retried: bool) -> Match | None:
+            pause = Pause()
             while True:
                 await self._ensure_ready()
                 try:
                     return await self._check_once(fp, key, signature, sentences, call)
-                except LeaseLost:
-                    pass
+                except LeaseLost:  # read again what another crawler wrote meanwhile
+                    await pause()
 
         return await self._retrying("check_and_add", attempt)
 

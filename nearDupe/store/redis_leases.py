@@ -29,9 +29,21 @@ LEASE_SECONDS = 3.0
 #: queued for their buckets for over twice LEASE_SECONDS. A dead crawler's leases expire
 #: after lease_seconds.
 BUSY_SECONDS = 30.0
-#: First and largest pause between two tries at a busy lease (doubling, with jitter).
+#: First and largest pause between two tries at busy buckets (doubling, with jitter).
 FIRST_WAIT = 0.001
 LONGEST_WAIT = 0.02
+
+
+class Pause:
+    """Waits between tries at buckets other crawlers write or lease: jittered, doubling from
+    FIRST_WAIT to LONGEST_WAIT."""
+
+    def __init__(self) -> None:
+        self.wait = FIRST_WAIT
+
+    async def __call__(self) -> None:
+        await asyncio.sleep(self.wait * (0.5 + random.random()))
+        self.wait = min(2 * self.wait, LONGEST_WAIT)
 
 
 class LeaseLost(Exception):
@@ -50,7 +62,7 @@ async def acquire(
     """
     patience = max(BUSY_SECONDS, 2 * lease_seconds)
     deadline = time.monotonic() + patience
-    wait = FIRST_WAIT
+    pause = Pause()
     ms = int(lease_seconds * 1000)
     groups = await pipes.by_node(seen)
     while True:
@@ -74,8 +86,7 @@ async def acquire(
         )
         if time.monotonic() > deadline:
             raise StoreUnavailable(f"buckets leased by other crawlers for over {patience:g} s")
-        await asyncio.sleep(wait * (0.5 + random.random()))
-        wait = min(2 * wait, LONGEST_WAIT)
+        await pause()
 
 
 #: What a commit writes into one key: record size and the records.
