@@ -112,7 +112,7 @@ from nearDupe.store.base import (
     storable_key,
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
-from nearDupe.store.redis_leases import LeaseLost, Pause, Writes, acquire, commit, release
+from nearDupe.store.redis_leases import Pause, ReadAgain, Writes, acquire, commit, release
 from nearDupe.store.redis_reading import (
     Reading,
     fetch_pages,
@@ -157,7 +157,7 @@ class RedisStore(RedisBulkIndex):
                 await self._ensure_ready()
                 try:
                     return await self._check_once(fp, key, signature, sentences, call)
-                except LeaseLost:  # read again what another crawler wrote meanwhile
+                except ReadAgain:  # read again what another crawler wrote meanwhile
                     await pause()
 
         return await self._retrying("check_and_add", attempt)
@@ -165,13 +165,13 @@ class RedisStore(RedisBulkIndex):
     async def _check_once(
         self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
     ) -> Match | None:
-        """One pass of the protocol (see module); raises LeaseLost to be run again."""
+        """One pass of the protocol (see module); raises ReadAgain to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token, own = call.token, call.token[:WRITER]
         seen, (headed,) = await self.pipes.read(keys, lambda pipe: pipe.exists(self._header_key))
         if not headed:
             self._emptied()
-            raise LeaseLost
+            raise ReadAgain
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)
         if match is None and self.pipes.cluster:

@@ -46,9 +46,9 @@ class Pause:
         self.wait = min(2 * self.wait, LONGEST_WAIT)
 
 
-class LeaseLost(Exception):
-    """A bucket grew, or a lease expired, before the crawler that read it wrote (it starts
-    its check again)."""
+class ReadAgain(Exception):
+    """The check must read its buckets again: one grew or is leased by another crawler since
+    it was read, or this check's lease expired, before it wrote."""
 
 
 async def acquire(
@@ -129,7 +129,7 @@ async def commit(
     it read) is leased by another token or has grown, ending this token's leases: first on
     the page bucket's node, then on the others (so the page record is stored before any
     fingerprint leading to it).  The counter ``count`` goes up with the page record (in its
-    script if on its node).  Raises :class:`LeaseLost` if a key was leased or had grown.
+    script if on its node).  Raises :class:`ReadAgain` if a key was leased or had grown.
 
     On a single Redis this is one script call that checks and writes at once: no lease is
     needed.  On a cluster the keys are leased first (:func:`acquire`), so that the writes on
@@ -143,7 +143,7 @@ async def commit(
         "commit", [(groups[0], _commit_args(token, page, local, first, writes, lengths))]
     )
     if not int(reply[0]):
-        raise LeaseLost
+        raise ReadAgain
     added = bool(int(reply[1]))
     calls = [(g, _commit_args(token, None, "", g, writes, lengths)) for g in others if g]
     if calls or (added and not local):
@@ -156,4 +156,4 @@ async def commit(
 
         replies = await pipes.run(build)
         if not all(int(r[0]) for r in replies[: len(calls)]):
-            raise LeaseLost
+            raise ReadAgain
