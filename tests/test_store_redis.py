@@ -521,6 +521,28 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
         asyncio.run(body(url, topology == "cluster"))
 
 
+def test_a_bucket_another_crawler_leases_is_written_once_the_lease_ends(
+    server: RedisServer,
+) -> None:
+    """A bucket leased by another crawler (an older version's, which leases what it reads on
+    one node too) is not written under it: the check waits, with pauses, until the lease
+    ends (here: expires), then writes."""
+
+    async def body() -> None:
+        store = RedisStore.from_url(server.url, IndexHeader(), name="held")
+        fp = 1 << 40
+        bucket = store.bucket_keys(fp)[2]
+        await store.client.set(bucket + ":lease", b"another", px=400)
+        started = time.monotonic()
+        assert await store.check_and_add(fp, "https://a") is None
+        assert 0.3 < time.monotonic() - started < 2.0
+        assert await store.client.exists(bucket) == 1
+        assert await store.check_and_add(flip(fp, 1), "https://copy") == Match("https://a", fp, 1)
+        await store.close()
+
+    asyncio.run(body())
+
+
 def test_a_page_stored_under_a_known_fingerprint_meanwhile_is_found(
     server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
