@@ -5,7 +5,9 @@ A page bucket holds the page records of one 2^18th of the fingerprints: ~4 at 10
 ~38 at 10^7, ~380 at 10^8.  Each commit appends one new page record (the common case) to its
 own copy of such a bucket; reported: the server's CPU per commit (used_cpu_user+sys delta).
 Then what one pipelined call costs the server of its own: a GET, an MGET of 8 keys, a script
-that does nothing, one that reads the lengths of 8 keys.
+that does nothing, one that reads the lengths of 8 keys; and where a new page's commit spends
+(8 buckets of 2 records, as at 10^5-10^6 pages: checked and written, only checked, only
+written, and a script doing nothing given the same arguments).
 
     python benchmarks/redis_script_bench.py [--records 4 38 380] [--commits 2000] [--old main]
 """
@@ -88,6 +90,46 @@ def call_us(client: redis.Redis, queue: Any, calls: int = 20_000) -> float:
     return (_cpu(client) - before) / calls * 1e6
 
 
+def commit_parts(client: redis.Redis, script: str, commits: int = 5000) -> dict[str, float]:
+    """Server CPU per commit of a new page into 4 table and 4 sentence buckets of 2 records
+    (each commit its own keys, so that every check passes), by part."""
+    sha = client.script_load(script)
+    noop = client.script_load("#!lua flags=allow-cross-slot-keys\nreturn {1, 0}")
+    sizes = [6] * 4 + [9] * 4
+    pipe = client.pipeline(transaction=False)
+    for j in range(4 * commits):
+        for t, size in enumerate(sizes):
+            pipe.set(f"b{t}{{{j}}}", os.urandom(2 * size))
+        if len(pipe) >= 8000:
+            pipe.execute()
+    pipe.execute()
+
+    def args(j: int, check: bool, write: bool) -> list[Any]:
+        out: list[Any] = [b"token", f"p{{{j}}}" if write else "", os.urandom(130), ""]
+        for t, size in enumerate(sizes):
+            records = [os.urandom(size)] if write else []
+            out += [f"b{t}{{{j}}}", 2 * size if check else -1, size, len(records), *records]
+        return out
+
+    parts = {
+        "checked and written": (sha, True, True),
+        "only checked": (sha, True, False),
+        "only written": (sha, False, True),
+        "nothing, same arguments": (noop, True, True),
+    }
+    out = {}
+    for i, (what, (script_sha, check, write)) in enumerate(parts.items()):
+        before = _cpu(client)
+        for j in range(i * commits, (i + 1) * commits):
+            pipe.execute_command("EVALSHA", script_sha, 1, f"b0{{{j}}}", *args(j, check, write))
+            if len(pipe) >= 200:
+                pipe.execute()
+        pipe.execute()
+        out[what] = (_cpu(client) - before) / commits * 1e6
+    client.flushall()
+    return out
+
+
 def main() -> None:
     """Print the server CPU per commit of both revisions' scripts, per bucket size."""
     from redis_server import RedisServer
@@ -126,6 +168,9 @@ def main() -> None:
         print("\nserver CPU per call (us), pipelined")
         for what, queue in calls.items():
             print(f"{what:<26} {min(call_us(client, queue) for _ in range(2)):>6.2f}", flush=True)
+        print("\nserver CPU per commit of a new page into 8 buckets (us), by part")
+        for what, us in commit_parts(client, redis_lua.LUA_COMMIT).items():
+            print(f"{what:<26} {us:>6.1f}", flush=True)
         client.close()
 
 
