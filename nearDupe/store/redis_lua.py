@@ -114,16 +114,18 @@ LUA_COMMIT = _fill(
     + _RECORDS
     + """
 local token = ARGV[1]
-local leased = {}
+local leased, values = {}, {}
 local i = 5
 while i <= #ARGV do
-  local lease, seen = redis.call('GET', ARGV[i] .. LEASE), tonumber(ARGV[i + 1])
-  if (lease and lease ~= token)
-      or (seen >= 0 and redis.call('STRLEN', ARGV[i]) ~= seen) then
+  local key, seen, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 3])
+  local lease = redis.call('GET', key .. LEASE)
+  if lease and lease ~= token then return {0} end
+  if lease then leased[#leased + 1] = key .. LEASE end
+  if n > 0 then values[i] = redis.call('GET', key) or '' end
+  if seen >= 0 and (n > 0 and #values[i] or redis.call('STRLEN', key)) ~= seen then
     return {0}
   end
-  if lease then leased[#leased + 1] = ARGV[i] .. LEASE end
-  i = i + 4 + tonumber(ARGV[i + 3])
+  i = i + 4 + n
 end
 local added = 0
 if ARGV[2] ~= '' then
@@ -138,7 +140,7 @@ i = 5
 while i <= #ARGV do
   local key, size, n = ARGV[i], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   if n > 0 then
-    local v = redis.call('GET', key) or ''
+    local v = values[i]
     local grown = v
     for j = i + 4, i + 3 + n do
       if not find(v, ARGV[j], size) then grown = grown .. ARGV[j] end
