@@ -1,0 +1,263 @@
+"""Check-and-add on one Redis holding up to 10^8 pages: the index built with numpy, streamed
+bucket family by bucket family, then ``redis_bench.py``'s rounds against it.
+
+``RedisStore.add_many`` holds a whole load in memory (3.5 GB of loader for 10^7 pages), so
+10^8 pages are written here directly in the store's format: ``redis_bench.py``'s pages
+(70-byte URLs, 4 sentences of 150 letters, signature = fingerprint), each bucket family
+(table t, sentences, pages) in passes over the pages by key range (``--chunk`` bytes of
+records a pass), each bucket SET whole.  The records are checked against the store's own
+(``page_record``, ``sentence_record``), and a sample of pages is found by ``query`` (its
+fingerprint) and ``holders`` (its sentences) before the rounds.  Reported per size: load seconds,
+bytes a page (INFO used_memory), then per round ops/s, p50/p99, server and crawler CPU per
+check, and their medians.
+
+    python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import redis_bench as rb  # noqa: E402
+
+#: Pages generated at once (their records: ~1.2 GB of loader memory at 10^7).
+BLOCK = 5_000_000
+#: The URL of page i: the fixed text around its 9 digits.
+_HEAD, _TAIL = (part.encode() for part in rb.URL.split("{:09d}"))
+
+Rows = tuple[np.ndarray, np.ndarray]  # (bucket prefix per record, records as uint8 rows)
+
+
+def _hashes(index: np.ndarray) -> np.ndarray:
+    """The sorted sentence hashes of stored pages ``index`` (as ``redis_bench`` makes them)."""
+    start = np.uint64(2**40) + index.astype(np.uint64)[:, None] * np.uint64(2 * rb.SENTENCES)
+    return np.sort(rb._mix(start + np.arange(rb.SENTENCES, dtype=np.uint64)), axis=1)
+
+
+def _be(values: np.ndarray, width: int) -> np.ndarray:
+    """The low ``width`` bytes of uint64s, big-endian, one row each."""
+    return values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width :]
+
+
+def table_rows(
+    store: Any, t: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
+) -> Rows:
+    """Table t's bucket prefix and record (its permuted bits below the prefix) of each page."""
+    shift = np.uint64(64 - store.layout.bucket_bits[t])
+    permuted = store.design.permute(t, fps)
+    prefixes = permuted >> shift
+    kept = keep(prefixes)
+    low = permuted[kept] & ((np.uint64(1) << shift) - np.uint64(1))
+    return prefixes[kept], _be(low, store.layout.widths[t])
+
+
+def sentence_rows(
+    store: Any, first: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
+) -> Rows:
+    """Each page's records under its sentences (every one of a page of 4: it is recorded
+    under its SAMPLE_SENTENCES smallest)."""
+    from nearDupe.store.redis_records import SENTENCE_RECORD, sentence_table
+
+    hashes = _hashes(np.arange(first, first + len(fps))).ravel()
+    pages = np.repeat(fps, rb.SENTENCES)
+    prefixes = hashes >> np.uint64(store.layout.sentence_shift)
+    kept = keep(prefixes)
+    table = sentence_table(hashes[kept], pages[kept])
+    return prefixes[kept], np.frombuffer(table, np.uint8).reshape(-1, SENTENCE_RECORD)
+
+
+def page_rows(
+    store: Any, first: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
+) -> Rows:
+    """Each page's record in its page bucket, as ``redis_records.page_record`` writes it for
+    a bulk load (writer zero, the sketch of 4 sentences of 150 letters)."""
+    from nearDupe.store.base import TAIL_BYTES
+    from nearDupe.store.redis_records import SIGNED, STORED_FP, WRITER
+
+    prefixes = fps >> np.uint64(store.layout.page_shift)
+    kept = np.flatnonzero(keep(prefixes))
+    fp = fps[kept]
+    index = np.uint64(first) + kept.astype(np.uint64)
+    n = len(fp)
+    tails = _hashes(index) & np.uint64(2 ** (8 * TAIL_BYTES) - 1)
+    letters = rb.SENTENCES * rb.SENTENCE_LETTERS
+    digits = np.stack(
+        [(index // np.uint64(10 ** (8 - d))) % np.uint64(10) + np.uint64(48) for d in range(9)],
+        axis=1,
+    ).astype(np.uint8)
+    raw_length = TAIL_BYTES * rb.SENTENCES + len(_HEAD) + 9 + len(_TAIL)
+    columns = [
+        _be(fp, STORED_FP),
+        np.zeros((n, WRITER), np.uint8),
+        _be(fp, 8),  # the signature: the fingerprint
+        np.tile(_be(np.array([letters], np.uint64), 3), (n, 2)),  # letters, sketched
+        np.full((n, 1), rb.SENTENCES | SIGNED, np.uint8),
+        np.tile(_be(np.array([raw_length], np.uint64), 2), (n, 1)),
+        tails.astype(">u2").view(np.uint8).reshape(n, -1),
+        np.tile(np.frombuffer(_HEAD, np.uint8), (n, 1)),
+        digits,
+        np.tile(np.frombuffer(_TAIL, np.uint8), (n, 1)),
+    ]
+    return prefixes[kept], np.concatenate(columns, axis=1)
+
+
+def _buckets(prefixes: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, bytes]]:
+    """(prefix, the records of its bucket) per distinct prefix."""
+    order = np.argsort(prefixes, kind="stable")
+    ordered, rows = prefixes[order], rows[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+        yield int(ordered[start]), rows[start:stop].tobytes()
+
+
+def load(store: Any, client: Any, n: int, chunk: int) -> None:
+    """Write n pages' buckets, family by family, each in as many passes by key range as keep
+    a pass's records under ``chunk`` bytes."""
+    from nearDupe.store.redis_records import SENTENCE_RECORD
+
+    layout = store.layout
+    page_record = 6 + 4 + 8 + 3 + 3 + 1 + 2 + 2 * rb.SENTENCES + len(rb.URL.format(0))
+    families: list[tuple[int, Callable[..., Rows], Callable[[int], str]]] = [
+        (
+            n * layout.widths[t],
+            lambda first, fps, keep, t=t: table_rows(store, t, fps, keep),
+            lambda prefix, t=t: layout.bucket_key(t, prefix),
+        )
+        for t in range(len(layout.bucket_bits))
+    ]
+    families += [
+        (
+            n * rb.SENTENCES * SENTENCE_RECORD,
+            lambda first, fps, keep: sentence_rows(store, first, fps, keep),
+            lambda prefix: layout.sentence_key(prefix << layout.sentence_shift),
+        ),
+        (
+            n * page_record,
+            lambda first, fps, keep: page_rows(store, first, fps, keep),
+            lambda prefix: layout.page_key(prefix << layout.page_shift),
+        ),
+    ]
+    for size, rows_of, key_of in families:
+        passes = -(-size // chunk)
+        for part in range(passes):
+
+            def keep(prefixes: np.ndarray, part: int = part, passes: int = passes) -> np.ndarray:
+                return prefixes % np.uint64(passes) == np.uint64(part)
+
+            got = [
+                rows_of(first, rb.stored_fps(np.arange(first, min(n, first + BLOCK))), keep)
+                for first in range(0, n, BLOCK)
+            ]
+            prefixes = np.concatenate([p for p, _ in got])
+            rows = np.concatenate([r for _, r in got])
+            del got
+            pipe = client.pipeline(transaction=False)
+            for prefix, value in _buckets(prefixes, rows):
+                pipe.set(key_of(prefix), value)
+                if len(pipe) >= 200:
+                    pipe.execute()
+            pipe.execute()
+    client.set(store._count_key, n)
+
+
+def _check_records(store: Any) -> None:
+    """The loader's page and sentence records of a few pages are the store's own bytes."""
+    from nearDupe.store.base import sketch_of
+    from nearDupe.store.redis_records import page_record, sentence_record
+
+    def every(prefixes: np.ndarray) -> np.ndarray:
+        return np.ones(len(prefixes), bool)
+
+    fps = rb.stored_fps(np.arange(5))
+    _, pages = page_rows(store, 0, fps, every)
+    _, sentences = sentence_rows(store, 0, fps, every)
+    for i, fp in enumerate(fps.tolist()):
+        page = rb.stored_sentences(i)
+        assert pages[i].tobytes() == page_record(fp, rb.URL.format(i), fp, sketch_of(page))
+        for j, (h, _) in enumerate(page):
+            assert sentences[i * rb.SENTENCES + j].tobytes() == sentence_record(h, fp)
+
+
+async def _verify(store: Any, n: int, sample: int = 200) -> None:
+    """Sample pages found by their fingerprint (distance 0, their URL) and their sentences."""
+    from nearDupe.store import Match
+
+    rng = np.random.default_rng(5)
+    for i in rng.integers(0, n, sample).tolist():
+        fp = int(rb.stored_fps(np.array([i]))[0])
+        sentences = rb.stored_sentences(i)
+        found = await store.query(fp, signature=fp, sentences=sentences)
+        assert Match(rb.URL.format(i), fp, 0) in found, (i, found[:3])
+        assert rb.URL.format(i) in {h.key for h in await store.holders(sentences)}
+    await store.close()
+
+
+def main() -> None:
+    """Load each size on a fresh Redis, verify a sample, time the rounds, print the table."""
+    from redis_server import RedisServer
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 100_000_000])
+    parser.add_argument("--ops", type=int, default=20_000)
+    parser.add_argument("--procs", type=int, default=2)
+    parser.add_argument("--inflight", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunk", type=int, default=2**28, help="loader bytes a pass")
+    parser.add_argument("--maxmemory", default="21gb", help="Redis refuses writes above it")
+    a = parser.parse_args()
+    assert rb.SENTENCES == 4, "pages of 4 sentences (the loader's sketch and sample)"
+    load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
+          f"{a.inflight} in flight, {a.ops} check-and-adds a round (half new, half near "
+          f"copies), one node, default layout")  # fmt: skip
+    print(f"{'stored N':>12} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
+    for n in a.sizes:
+        tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
+        extra = ("--appendonly", "no", "--maxmemory", a.maxmemory)
+        with RedisServer(tmp / "node", extra=extra) as server:
+            import redis
+
+            client = redis.Redis(port=server.port)
+            before = int(client.info("memory")["used_memory"])
+            store = rb._open(server.url, False)
+            _check_records(store)
+            started = time.perf_counter()
+            load(store, client, n, a.chunk)
+            seconds = time.perf_counter() - started
+            per_page = (int(client.info("memory")["used_memory"]) - before) / n
+            asyncio.run(_verify(rb._open(server.url, False), n))
+            rounds = []
+            for r in range(a.rounds):
+                done = rb.run_round(HERE.parent, server.url, [server.port], False, n, a, r)
+                rounds.append(done)
+                print(f"{n:>12,} {seconds:>7.0f} {per_page:>7.0f} {r:>5} {done['rate']:>7,.0f} "
+                      f"{done['p50']:>7.2f} {done['p99']:>7.2f} {done['cpu_us'][0]:>9.0f} "
+                      f"{done['client_us']:>9.0f}", flush=True)  # fmt: skip
+            median = statistics.median
+            print(f"{n:>12,} {seconds:>7.0f} {per_page:>7.0f} {'med':>5} "
+                  f"{median(r['rate'] for r in rounds):>7,.0f} "
+                  f"{median(r['p50'] for r in rounds):>7.2f} "
+                  f"{median(r['p99'] for r in rounds):>7.2f} "
+                  f"{median(r['cpu_us'][0] for r in rounds):>9.0f} "
+                  f"{median(r['client_us'] for r in rounds):>9.0f}", flush=True)  # fmt: skip
+            client.close()
+
+
+if __name__ == "__main__":
+    main()
