@@ -219,12 +219,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=2**28, help="loader bytes a pass")
     parser.add_argument("--maxmemory", default="21gb", help="Redis refuses writes above it")
+    parser.add_argument(
+        "--layout-pages",
+        type=int,
+        default=0,
+        help="NEARDUPE_REDIS_PAGES of the index (0: default)",
+    )
     a = parser.parse_args()
     assert rb.SENTENCES == 4, "pages of 4 sentences (the loader's sketch and sample)"
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
           f"{a.inflight} in flight, {a.ops} check-and-adds a round (half new, half near "
-          f"copies), one node, default layout")  # fmt: skip
+          f"copies), one node, laid out for {a.layout_pages or 'the default'} pages")  # fmt: skip
     print(f"{'stored N':>12} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} {'p50 ms':>7} "
           f"{'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
     for n in a.sizes:
@@ -235,7 +241,9 @@ def main() -> None:
 
             client = redis.Redis(port=server.port)
             before = int(client.info("memory")["used_memory"])
-            store = rb._open(server.url, False)
+            store = rb._open(
+                server.url, False, **({"pages": a.layout_pages} if a.layout_pages else {})
+            )
             _check_records(store)
             started = time.perf_counter()
             load(store, client, n, a.chunk)
