@@ -72,10 +72,10 @@ class Pipes:
     async def by_node(self, keys: Iterable[str]) -> list[list[str]]:
         """``keys`` grouped by the node that holds them (one group without a cluster)."""
         await self.load_scripts()  # which also learns a cluster's slots
-        locate = getattr(self.client, "get_node_from_key", None)
         groups: dict[str, list[str]] = {}
         for key in keys:
-            groups.setdefault(locate(key).name if locate else "", []).append(key)
+            node = self.client.get_node_from_key(key).name if self.cluster else ""
+            groups.setdefault(node, []).append(key)
         return list(groups.values())
 
     async def run(self, build: Callable[[Any], object]) -> list[Any]:
