@@ -523,14 +523,16 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
 
 
 def test_a_bucket_another_crawler_leases_is_written_once_the_lease_ends(
-    server: RedisServer,
+    server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bucket leased by another crawler (an older version's, which leases what it reads on
     one node too) is not written under it: the check waits, with pauses, until the lease
-    ends (here: expires), then writes."""
+    ends (here: expires), then writes; a lease held past BUSY_SECONDS makes the check give
+    up (the store is unavailable: the plugin keeps the page and checks it later)."""
+    import nearDupe.store.redis_leases as leases
 
     async def body() -> None:
-        store = RedisStore.from_url(server.url, IndexHeader(), name="held")
+        store = RedisStore.from_url(server.url, IndexHeader(), name="held", lease_seconds=0.1)
         fp = 1 << 40
         bucket = store.bucket_keys(fp)[2]
         await store.client.set(bucket + ":lease", b"another", px=400)
@@ -539,6 +541,14 @@ def test_a_bucket_another_crawler_leases_is_written_once_the_lease_ends(
         assert 0.3 < time.monotonic() - started < 2.0
         assert await store.client.exists(bucket) == 1
         assert await store.check_and_add(flip(fp, 1), "https://copy") == Match("https://a", fp, 1)
+        monkeypatch.setattr(leases, "BUSY_SECONDS", 0.3)
+        await store.client.set(bucket + ":lease", b"another", px=5000)
+        started = time.monotonic()
+        apart = (flip(fp, *range(b, b + 8)) for b in range(0, 64, 8))  # 8 bits: no copy
+        other = next(o for o in apart if store.bucket_keys(o)[2] == bucket)
+        with pytest.raises(StoreUnavailable, match="written or leased by other crawlers"):
+            await store.check_and_add(other, "https://other")
+        assert 0.3 < time.monotonic() - started < 2.0
         await store.close()
 
     asyncio.run(body())

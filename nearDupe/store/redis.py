@@ -79,9 +79,9 @@ Failure policy: connection errors, timeouts and a server still loading its data 
 with exponential backoff (50 ms doubling) for ``retry_seconds`` after the first (default 2 s;
 each attempt is cut by a socket timeout of at most that much, so a hung Redis costs a call at
 most about three times ``retry_seconds``); then :class:`~nearDupe.errors.StoreUnavailable` is
-raised (also when buckets stay leased by others for BUSY_SECONDS, 30 s).  The plugin
-keeps the item, queues the page locally and checks-and-adds the queue, in order, once Redis
-answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
+raised (also when other crawlers keep writing or leasing its buckets for BUSY_SECONDS, 30 s).
+The plugin keeps the item, queues the page locally and checks-and-adds the queue, in order,
+once Redis answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
 (resharding) is retried like a connection error.
 
 An index of format 2 (one hash tag ``{name}`` for every key) is refused at open with the
@@ -152,7 +152,7 @@ class RedisStore(RedisBulkIndex):
         call = _Call(os.urandom(8))
 
         async def attempt(_retried: bool) -> Match | None:
-            pause = Pause()
+            pause = Pause(self.lease_seconds)
             while True:
                 await self._ensure_ready()
                 try:

@@ -36,12 +36,19 @@ LONGEST_WAIT = 0.02
 
 class Pause:
     """Waits between tries at buckets other crawlers write or lease: jittered, doubling from
-    FIRST_WAIT to LONGEST_WAIT."""
+    FIRST_WAIT to LONGEST_WAIT; past BUSY_SECONDS (or twice the lease) of them,
+    :class:`~nearDupe.errors.StoreUnavailable` (the page is then kept and checked later)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lease_seconds: float) -> None:
         self.wait = FIRST_WAIT
+        self.patience = max(BUSY_SECONDS, 2 * lease_seconds)
+        self.deadline = time.monotonic() + self.patience
 
     async def __call__(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise StoreUnavailable(
+                f"buckets written or leased by other crawlers for over {self.patience:g} s"
+            )
         await asyncio.sleep(self.wait * (0.5 + random.random()))
         self.wait = min(2 * self.wait, LONGEST_WAIT)
 
@@ -60,9 +67,7 @@ async def acquire(
 
     A lease this token already holds (a retried call) counts as taken.
     """
-    patience = max(BUSY_SECONDS, 2 * lease_seconds)
-    deadline = time.monotonic() + patience
-    pause = Pause()
+    pause = Pause(lease_seconds)
     ms = int(lease_seconds * 1000)
     groups = await pipes.by_node(seen)
     while True:
@@ -84,8 +89,6 @@ async def acquire(
         await release(
             pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
         )
-        if time.monotonic() > deadline:
-            raise StoreUnavailable(f"buckets leased by other crawlers for over {patience:g} s")
         await pause()
 
 
