@@ -128,10 +128,11 @@ def _buckets(prefixes: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, byte
 def load(store: Any, client: Any, n: int, chunk: int) -> None:
     """Write n pages' buckets, family by family, each in as many passes by key range as keep
     a pass's records under ``chunk`` bytes."""
-    from nearDupe.store.redis_records import SENTENCE_RECORD
+    from nearDupe.store.base import TAIL_BYTES
+    from nearDupe.store.redis_records import PAGE_HEAD, SENTENCE_RECORD
 
     layout = store.layout
-    page_record = 6 + 4 + 8 + 3 + 3 + 1 + 2 + 2 * rb.SENTENCES + len(rb.URL.format(0))
+    page_record = PAGE_HEAD + TAIL_BYTES * rb.SENTENCES + len(rb.URL.format(0))
     families: list[tuple[int, Callable[..., Rows], Callable[[int], str]]] = [
         (
             n * layout.widths[t],
