@@ -68,17 +68,15 @@ def stored_fps(idx: np.ndarray) -> np.ndarray:
     return _mix(idx.astype(np.uint64))
 
 
-def _sentence_hashes(first: int, n: int) -> np.ndarray:
-    """The sorted sentence hashes of stored pages first..first+n-1, one row each."""
-    start = np.uint64(2**40) + np.arange(first, first + n, dtype=np.uint64)[:, None] * np.uint64(
-        2 * SENTENCES
-    )  # no two pages share one
-    return np.sort(_mix(start + np.arange(SENTENCES, dtype=np.uint64)), axis=1)
+def sentence_hashes(index: np.ndarray) -> np.ndarray:
+    """The sorted sentence hashes of stored pages ``index``, one row each."""
+    start = np.uint64(2**40) + index.astype(np.uint64)[:, None] * np.uint64(2 * SENTENCES)
+    return np.sort(_mix(start + np.arange(SENTENCES, dtype=np.uint64)), axis=1)  # none shared
 
 
 def stored_sentences(i: int) -> tuple[tuple[int, int], ...]:
     """The sentences of stored page i."""
-    return tuple((h, SENTENCE_LETTERS) for h in _sentence_hashes(i, 1)[0].tolist())
+    return tuple((h, SENTENCE_LETTERS) for h in sentence_hashes(np.array([i]))[0].tolist())
 
 
 class LazySentences:
@@ -98,7 +96,7 @@ class LazySentences:
         if block != self._block:
             first = block * self.BLOCK
             self._block = block
-            self._rows = _sentence_hashes(first, min(self.BLOCK, self.n - first))
+            self._rows = sentence_hashes(np.arange(first, min(first + self.BLOCK, self.n)))
         return tuple((h, SENTENCE_LETTERS) for h in self._rows[i % self.BLOCK].tolist())
 
 

@@ -43,12 +43,6 @@ _HEAD, _TAIL = (part.encode() for part in rb.URL.split("{:09d}"))
 Rows = tuple[np.ndarray, np.ndarray]  # (bucket prefix per record, records as uint8 rows)
 
 
-def _hashes(index: np.ndarray) -> np.ndarray:
-    """The sorted sentence hashes of stored pages ``index`` (as ``redis_bench`` makes them)."""
-    start = np.uint64(2**40) + index.astype(np.uint64)[:, None] * np.uint64(2 * rb.SENTENCES)
-    return np.sort(rb._mix(start + np.arange(rb.SENTENCES, dtype=np.uint64)), axis=1)
-
-
 def _be(values: np.ndarray, width: int) -> np.ndarray:
     """The low ``width`` bytes of uint64s, big-endian, one row each."""
     return values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width :]
@@ -73,7 +67,7 @@ def sentence_rows(
     under its SAMPLE_SENTENCES smallest)."""
     from nearDupe.store.redis_records import SENTENCE_RECORD, sentence_table
 
-    hashes = _hashes(np.arange(first, first + len(fps))).ravel()
+    hashes = rb.sentence_hashes(np.arange(first, first + len(fps))).ravel()
     pages = np.repeat(fps, rb.SENTENCES)
     prefixes = hashes >> np.uint64(store.layout.sentence_shift)
     kept = keep(prefixes)
@@ -94,7 +88,7 @@ def page_rows(
     fp = fps[kept]
     index = np.uint64(first) + kept.astype(np.uint64)
     n = len(fp)
-    tails = _hashes(index) & np.uint64(2 ** (8 * TAIL_BYTES) - 1)
+    tails = rb.sentence_hashes(index) & np.uint64(2 ** (8 * TAIL_BYTES) - 1)
     letters = rb.SENTENCES * rb.SENTENCE_LETTERS
     digits = np.stack(
         [(index // np.uint64(10 ** (8 - d))) % np.uint64(10) + np.uint64(48) for d in range(9)],
