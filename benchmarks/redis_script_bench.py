@@ -6,8 +6,9 @@ A page bucket holds the page records of one 2^18th of the fingerprints: ~4 at 10
 own copy of such a bucket; reported: the server's CPU per commit (used_cpu_user+sys delta).
 Then what one pipelined call costs the server of its own: a GET, an MGET of 8 keys, a script
 that does nothing, one that reads the lengths of 8 keys; and where a new page's commit spends
-(8 buckets of 2 records, as at 10^5-10^6 pages: checked and written, only checked, only
-written, and a script doing nothing given the same arguments).
+(buckets of 2 records, as at 10^5-10^6 pages; 8 read for a page of 4 sentences, 20 for a
+longer one, 8 written: checked and written, only checked, only written, and a script doing
+nothing given the same arguments).
 
     python benchmarks/redis_script_bench.py [--records 4 38 380] [--commits 2000] [--old main]
 """
@@ -90,12 +91,17 @@ def call_us(client: redis.Redis, queue: Any, calls: int = 20_000) -> float:
     return (_cpu(client) - before) / calls * 1e6
 
 
-def commit_parts(client: redis.Redis, script: str, commits: int = 5000) -> dict[str, float]:
-    """Server CPU per commit of a new page into 4 table and 4 sentence buckets of 2 records
-    (each commit its own keys, so that every check passes), by part."""
+def commit_parts(
+    client: redis.Redis, script: str, sentences: int, commits: int = 5000
+) -> dict[str, float]:
+    """Server CPU per commit of a new page that read 4 table buckets and ``sentences``
+    sentence buckets of 2 records and writes one record into the 4 tables and 4 of the
+    sentence buckets (each commit its own keys, so that every check passes), by part."""
+    from nearDupe.store.redis_leases import commit_args
+
     sha = client.script_load(script)
     noop = client.script_load("#!lua flags=allow-cross-slot-keys\nreturn {1, 0}")
-    sizes = [6] * 4 + [9] * 4
+    sizes = [6] * 4 + [9] * sentences
     pipe = client.pipeline(transaction=False)
     for j in range(4 * commits):
         for t, size in enumerate(sizes):
@@ -105,11 +111,12 @@ def commit_parts(client: redis.Redis, script: str, commits: int = 5000) -> dict[
     pipe.execute()
 
     def args(j: int, check: bool, write: bool) -> list[Any]:
-        out: list[Any] = [b"token", f"p{{{j}}}" if write else "", os.urandom(130), ""]
-        for t, size in enumerate(sizes):
-            records = [os.urandom(size)] if write else []
-            out += [f"b{t}{{{j}}}", 2 * size if check else -1, size, len(records), *records]
-        return out
+        keys = [f"b{t}{{{j}}}" for t in range(len(sizes))]
+        written = keys[:8] if write else []
+        writes = {key: (sizes[t], [os.urandom(sizes[t])]) for t, key in enumerate(written)}
+        lengths = {key: 2 * size for key, size in zip(keys, sizes, strict=True)} if check else {}
+        page = (f"p{{{j}}}", os.urandom(130)) if write else None
+        return commit_args(b"token", page, "", keys, writes, lengths, cluster=False)
 
     parts = {
         "checked and written": (sha, True, True),
@@ -168,9 +175,11 @@ def main() -> None:
         print("\nserver CPU per call (us), pipelined")
         for what, queue in calls.items():
             print(f"{what:<26} {min(call_us(client, queue) for _ in range(2)):>6.2f}", flush=True)
-        print("\nserver CPU per commit of a new page into 8 buckets (us), by part")
-        for what, us in commit_parts(client, redis_lua.LUA_COMMIT).items():
-            print(f"{what:<26} {us:>6.1f}", flush=True)
+        for sentences in (4, 16):
+            print(f"\nserver CPU per commit of a new page that read 4 table and {sentences} "
+                  "sentence buckets, writing 8 (us), by part")  # fmt: skip
+            for what, us in commit_parts(client, redis_lua.LUA_COMMIT, sentences).items():
+                print(f"{what:<26} {us:>6.1f}", flush=True)
         client.close()
 
 

@@ -1,4 +1,5 @@
-"""The Redis layout's bucket search (no server needed): exact against brute force."""
+"""The Redis layout's bucket and sentence search, exact against brute force, and the C packing of
+commands (no server needed)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from redis.asyncio.connection import Connection
 
 from nearDupe.designs import Design
 from nearDupe.store.redis_layout import Layout
+from nearDupe.store.redis_open import packed_in_c
+from nearDupe.store.redis_records import TAG_SHIFT, sentence_low, sentence_record, sentence_tags
 
 
 def _layout(bucket_bits: list[int]) -> Layout:
@@ -39,3 +43,35 @@ def test_near_is_brute_force_within_k(bucket_bits: list[int], seed: int, k: int)
     assert present == [query in stored] * 4
     widths = {len(record) for _key, _prefix, record in layout.buckets(query)}
     assert len(widths) == (2 if 15 in bucket_bits else 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), torn=st.integers(0, 8))
+def test_sentence_tags_are_the_records_of_that_sentence(seed: int, torn: int) -> None:
+    """A sentence's page tags in its bucket, oldest first, as records parsed one by one give
+    them: never a match across two records, nor in a torn record at the end."""
+    rng = random.Random(seed)
+    sentences = [rng.getrandbits(64) for _ in range(3)]
+    # Tags that hold a sentence's low bytes, so that a search meets them out of place.
+    tags = [rng.getrandbits(40) for _ in range(4)] + [
+        sentence_low(h) << 8 | rng.getrandbits(8) for h in sentences
+    ]
+    records = [(rng.choice(sentences), rng.choice(tags)) for _ in range(rng.randint(0, 30))]
+    value = b"".join(sentence_record(h, tag << TAG_SHIFT) for h, tag in records)
+    value += sentence_record(sentences[0], 0)[:torn]
+    for h in sentences:
+        assert sentence_tags(value, h) == [tag for s, tag in records if s == h]
+
+
+def test_hiredis_packs_as_redis_py_does() -> None:
+    """The C packer the store's connections use writes the bytes redis-py's own would."""
+    pytest.importorskip("hiredis")
+    commands = [
+        ("EVALSHA", "ab12", 1, "k{x}", b"", b"\x00\r\n\xff" * 9, "d\u00e9j\u00e0", 0, -1, 70_000),
+        ("CONFIG GET", "maxmemory"),
+        ("SET", "k", b"v" * 200_000),
+    ]
+    plain, packed = Connection(), packed_in_c(Connection)()
+    for command in commands:
+        assert b"".join(packed.pack_command(*command)) == b"".join(plain.pack_command(*command))
+    assert b"".join(packed.pack_commands(commands)) == b"".join(plain.pack_commands(commands))

@@ -36,8 +36,9 @@ a cluster, one Lua call per node holding some of the page's buckets, flag
 ``allow-cross-slot-keys``); the steps of concurrent checks of one process share pipelines
 (:mod:`~nearDupe.store.redis_pipes`):
 
-1. Read, without a lease: the page's bucket in every table and the sentence bucket of each
-   sentence it looks up (one MGET on a single Redis, a script call per node on a cluster);
+1. Read, without a lease: the page's bucket in every table, the sentence bucket of each
+   sentence it looks up, and the header (gone: Redis was emptied under the crawl) (one MGET
+   on a single Redis, a script call per node on a cluster);
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
    is a copy whatever other crawlers write next (no write, no lease).
@@ -168,8 +169,8 @@ class RedisStore(RedisBulkIndex):
         """One pass of the protocol (see module); raises ReadAgain to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token, own = call.token, call.token[:WRITER]
-        seen, (headed,) = await self.pipes.read(keys, lambda pipe: pipe.exists(self._header_key))
-        if not headed:
+        seen = await self.pipes.get_all([*keys, self._header_key])
+        if not seen.pop(self._header_key):
             self._emptied()
             raise ReadAgain
         reading = await self._reading(seen, fp, self.k, sentences, own)

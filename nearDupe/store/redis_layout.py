@@ -3,6 +3,7 @@ its stored header and layout at open."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -46,6 +47,8 @@ SENTENCE_BITS = 18
 #: 597 us against 331 at 10^5. The keys' own cost, ~100 B each, is then ~17 B a page.
 PAGE_BUCKET_PAGES = 16
 SENTENCE_BUCKET_RECORDS = 64
+#: Fingerprints whose buckets a Layout keeps computed (more than the checks in flight).
+BUCKETS_CACHED = 1024
 #: Most bits for the page and sentence buckets (2^26 keys: 10^9 pages).
 MOST_BITS = 26
 
@@ -129,6 +132,7 @@ class Layout:
             raise ValueError(f"page buckets of {layout['page_bits']} bits do not fit the records")
         self.sentence_shift = BITS - int(layout["sentence_bits"])
         self.widths = [bucket_width(b) for b in self.bucket_bits]
+        self._buckets = functools.lru_cache(BUCKETS_CACHED)(self._buckets_of)
         self._tables = [
             ([tuple(map(int, m)) for m in design.moves(t)], BITS - bits)
             for t, bits in enumerate(self.bucket_bits)
@@ -138,8 +142,12 @@ class Layout:
         """The key of table t's bucket for a permuted prefix."""
         return f"{self.name}:{{f{t}.{prefix:x}}}"
 
-    def buckets(self, fp: int) -> list[tuple[str, int, bytes]]:
-        """Per table: ``fp``'s bucket key, the bucket's prefix and fp's record in it."""
+    def buckets(self, fp: int) -> tuple[tuple[str, int, bytes], ...]:
+        """Per table: ``fp``'s bucket key, the bucket's prefix and fp's record in it (the
+        last BUCKETS_CACHED fingerprints' are kept: a check asks three times)."""
+        return self._buckets(fp)
+
+    def _buckets_of(self, fp: int) -> tuple[tuple[str, int, bytes], ...]:
         out = []
         for t, (moves, shift) in enumerate(self._tables):
             permuted = 0
@@ -148,7 +156,7 @@ class Layout:
             prefix = permuted >> shift
             low = permuted & ((1 << shift) - 1)
             out.append((self.bucket_key(t, prefix), prefix, bucket_record(low, self.widths[t])))
-        return out
+        return tuple(out)
 
     def near(
         self, fp: int, k: int, values: dict[str, bytes]

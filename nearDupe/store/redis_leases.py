@@ -12,12 +12,16 @@ whose pages share a bucket decide one after the other.  See the protocol in
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import random
+import struct
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from nearDupe.errors import StoreUnavailable
+from nearDupe.store.redis_lua import SPEC_PACKED
 from nearDupe.store.redis_pipes import Pipes
 
 #: Default lease: ~1,000 times a check's ~3 ms p99 under load, and more than a call's
@@ -96,18 +100,24 @@ async def acquire(
 Writes = dict[str, tuple[int, list[bytes]]]
 
 
-def _commit_args(
+def commit_args(
     token: bytes,
     page: tuple[str, bytes] | None,
     count: str,
     group: list[str],
     writes: Writes,
     lengths: dict[str, int],
+    *,
+    cluster: bool,
 ) -> list[Any]:
+    """The commit script's arguments for the keys of ``group`` (all on one node; see
+    :func:`commit`)."""
+    spec = [(lengths.get(key, -1), writes.get(key, (0, []))[0]) for key in group]
     args: list[Any] = [token, *(page or ("", b"")), count]
+    args.append(struct.pack(">" + SPEC_PACKED[1:] * len(group), *itertools.chain(*spec)))
+    args.append("" if cluster else "1")
     for key in group:
-        size, records = writes.get(key, (0, []))
-        args += [key, lengths.get(key, -1), size, len(records), *records]
+        args += [key, b"".join(writes.get(key, (0, []))[1])]
     return args
 
 
@@ -115,7 +125,8 @@ async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
     """End this token's leases on ``keys`` (none if another token leases one of them)."""
     groups = await pipes.by_node(keys)
     if groups:
-        calls = [(g, _commit_args(token, None, "", g, {}, {})) for g in groups]
+        cluster = pipes.cluster
+        calls = [(g, commit_args(token, None, "", g, {}, {}, cluster=cluster)) for g in groups]
         await pipes.per_node("commit", calls)
 
 
@@ -141,14 +152,15 @@ async def commit(
     first = [k for k in groups[0][1:] if k != count]
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
+    args = functools.partial(commit_args, token, writes=writes, lengths=lengths)
 
     (reply,) = await pipes.per_node(
-        "commit", [(groups[0], _commit_args(token, page, local, first, writes, lengths))]
+        "commit", [(groups[0], args(page, local, first, cluster=pipes.cluster))]
     )
     if not int(reply[0]):
         raise ReadAgain
     added = bool(int(reply[1]))
-    calls = [(g, _commit_args(token, None, "", g, writes, lengths)) for g in others if g]
+    calls = [(g, args(None, "", g, cluster=pipes.cluster)) for g in others if g]
     if calls or (added and not local):
 
         def build(pipe: Any) -> None:

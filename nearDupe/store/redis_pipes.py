@@ -153,17 +153,10 @@ class Pipes:
         return await self.run(build)
 
     async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one)."""
-        return (await self.read(keys))[0]
-
-    async def read(
-        self, keys: Sequence[str], extra: Callable[[Any], None] | None = None
-    ) -> tuple[dict[str, bytes], list[Any]]:
-        """The values of ``keys`` (b"" for a missing one), and the replies of the ``extra``
-        commands queued after them: one command per node, an MGET on a single Redis, the
-        ``get`` script on a cluster, whose keys lie in many slots (each command costs the
-        crawler ~10 us of redis-py; the server, pipelined, ~0.25 us a GET and ~1 us a script
-        call of its own)."""
+        """The values of ``keys`` (b"" for a missing one): one command per node, an MGET on a
+        single Redis, the ``get`` script on a cluster, whose keys lie in many slots (each
+        command costs the crawler ~10 us of redis-py; the server, pipelined, ~0.25 us a GET
+        and ~1 us a script call of its own)."""
         groups = await self.by_node(keys) if keys else []
 
         def build(pipe: Any) -> None:
@@ -172,13 +165,10 @@ class Pipes:
                     self.on_node(pipe, "get", group, group)
                 else:
                     pipe.mget(group)
-            if extra is not None:
-                extra(pipe)
 
         replies = await self.run(build)
-        values = {
+        return {
             key: value or b""
-            for group, reply in zip(groups, replies, strict=False)
+            for group, reply in zip(groups, replies, strict=True)
             for key, value in zip(group, reply, strict=True)
         }
-        return values, replies[len(groups) :]

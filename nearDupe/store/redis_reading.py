@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed, looked_up
 from nearDupe.store.redis_layout import Layout
@@ -16,8 +14,7 @@ from nearDupe.store.redis_records import (
     PageRecord,
     page_records,
     page_tag,
-    sentence_low,
-    sentence_records,
+    sentence_tags,
 )
 
 
@@ -94,26 +91,11 @@ def read(
 def _recorded_under(
     layout: Layout, sentences: Sentences, values: dict[str, bytes]
 ) -> tuple[list[tuple[int, int]], set[int]]:
-    """Reading.rows and Reading.crowded: each sentence bucket parsed once, and every query
-    sentence found in them by one sorted search (records are told apart by bucket and low
-    bits, as a bucket's key holds a hash's top bits)."""
-    ordered = [h for h, _ in looked_up(sentences)]
-    keys = [layout.sentence_key(h) for h in ordered]
-    bucket = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    lows, stored_tags, of = sentence_records([values.get(key, b"") for key in bucket])
-    stored_ids = lows | of << np.uint64(32)
-    order = np.argsort(stored_ids, kind="stable")  # ties keep the bucket's order
-    stored_ids = stored_ids[order]
-    wanted = np.array(
-        [bucket[key] << 32 | sentence_low(h) for h, key in zip(ordered, keys, strict=True)],
-        dtype=np.uint64,
-    )
-    first = np.searchsorted(stored_ids, wanted, "left")
-    end = np.searchsorted(stored_ids, wanted, "right")
+    """Reading.rows and Reading.crowded, found in each looked-up sentence's bucket."""
     rows: list[tuple[int, int]] = []
     crowded = set()
-    for i in np.flatnonzero(end > first).tolist():
-        h, found = ordered[i], stored_tags[order[first[i] : end[i]]].tolist()
+    for h, _ in looked_up(sentences):
+        found = sentence_tags(values.get(layout.sentence_key(h), b""), h)
         if len(found) >= SENTENCE_HOLDERS:
             crowded.add(h)
         rows += [(h, tag) for tag in found]

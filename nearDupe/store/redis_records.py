@@ -5,7 +5,7 @@ See the key layout in :mod:`nearDupe.store.redis`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -131,16 +131,20 @@ def sentence_record(sentence: int, fp: int) -> bytes:
     )
 
 
-def sentence_records(values: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The records of sentence buckets ``values``, parsed together: the hashes' low 32 bits,
-    the pages' tags and the index in ``values`` of each one's bucket (uint64)."""
-    whole = [v[: len(v) - len(v) % SENTENCE_RECORD] for v in values]
-    table = np.frombuffer(b"".join(whole), dtype=_SENTENCE_DTYPE)
-    wide = np.zeros((len(table), FP), dtype=np.uint8)
-    wide[:, FP - PAGE_TAG :] = table["page"]
-    counts = [len(v) // SENTENCE_RECORD for v in whole]
-    bucket = np.repeat(np.arange(len(whole), dtype=np.uint64), counts)
-    return table["sentence"].astype(np.uint64), wide.view(">u8").ravel().astype(np.uint64), bucket
+def sentence_tags(value: bytes, sentence: int) -> list[int]:
+    """The page tags recorded under ``sentence`` in its sentence bucket ``value``, oldest
+    first (a C search for the hash's low bits, kept where a record starts)."""
+    low = sentence_low(sentence).to_bytes(SENTENCE, "big")
+    end = len(value) - len(value) % SENTENCE_RECORD
+    out = []
+    i = value.find(low, 0, end)
+    while i >= 0:
+        if i % SENTENCE_RECORD:
+            i = value.find(low, i + 1, end)
+            continue
+        out.append(int.from_bytes(value[i + SENTENCE : i + SENTENCE_RECORD], "big"))
+        i = value.find(low, i + SENTENCE_RECORD, end)
+    return out
 
 
 def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
