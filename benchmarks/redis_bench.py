@@ -197,6 +197,15 @@ def role_run(
 # -- the orchestrator -------------------------------------------------------------------------
 
 
+def tree(rev: str, where: Path) -> Path:
+    """Revision ``rev``'s package exported under ``where`` (a PYTHONPATH for its roles)."""
+    where.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", rev, "nearDupe"],
+                             capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where
+
+
 def _in(code: Path, role: str, **args: Any) -> dict[str, Any]:
     """Run a role in a subprocess under ``code``'s PYTHONPATH; its JSON answer."""
     env = {**os.environ, "PYTHONPATH": str(code)}
@@ -329,13 +338,9 @@ def main() -> None:
     if a.sentences != SENTENCES:  # this process's pages too
         os.execv(sys.executable, [sys.executable, *sys.argv])
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-redis-bench-"))
-    old = tmp / "old"
-    old.mkdir()
+    old = tree(a.old, tmp / "old")
     rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", a.old],
                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", a.old, "nearDupe"],
-                             capture_output=True, check=True).stdout  # fmt: skip
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     new = HERE.parent
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs (load {load}); {HEADER}; {a.procs} processes x {a.inflight} "

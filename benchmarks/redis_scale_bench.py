@@ -9,9 +9,10 @@ records a pass), each bucket SET whole.  The records are checked against the sto
 (``page_record``, ``sentence_record``), and a sample of pages is found by ``query`` (its
 fingerprint) and ``holders`` (its sentences) before the rounds.  Reported per size: load seconds,
 bytes a page (INFO used_memory), then per round ops/s, p50/p99, server and crawler CPU per
-check, and their medians.
+check, and their medians; with ``--old REV`` that revision's code runs rounds too, in turn
+with this tree's, against the same index (the index format is the same).
 
-    python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000]
+    python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000] [--old REV]
 """
 
 from __future__ import annotations
@@ -215,6 +216,9 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=2**28, help="loader bytes a pass")
     parser.add_argument("--maxmemory", default="21gb", help="Redis refuses writes above it")
     parser.add_argument(
+        "--old", default="", help="git revision whose code also runs the rounds, in turn"
+    )
+    parser.add_argument(
         "--layout-pages",
         type=int,
         default=0,
@@ -226,12 +230,15 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
           f"{a.inflight} in flight, {a.ops} check-and-adds a round (half new, half near "
           f"copies), one node, laid out for {a.layout_pages or 'the default'} pages")  # fmt: skip
-    print(f"{'stored N':>12} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} {'p50 ms':>7} "
-          f"{'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
+    print(f"{'stored N':>12} {'code':<4} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
+    tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
+    codes = [("new", HERE.parent)]
+    if a.old:
+        codes.insert(0, ("old", rb.tree(a.old, tmp / "old")))
     for n in a.sizes:
-        tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
         extra = ("--appendonly", "no", "--maxmemory", a.maxmemory)
-        with RedisServer(tmp / "node", extra=extra) as server:
+        with RedisServer(tmp / f"node-{n}", extra=extra) as server:
             import redis
 
             client = redis.Redis(port=server.port)
@@ -245,20 +252,23 @@ def main() -> None:
             seconds = time.perf_counter() - started
             per_page = (int(client.info("memory")["used_memory"]) - before) / n
             asyncio.run(_verify(rb._open(server.url, False), n))
-            rounds = []
-            for r in range(a.rounds):
-                done = rb.run_round(HERE.parent, server.url, [server.port], False, n, a, r)
-                rounds.append(done)
-                print(f"{n:>12,} {seconds:>7.0f} {per_page:>7.0f} {r:>5} {done['rate']:>7,.0f} "
-                      f"{done['p50']:>7.2f} {done['p99']:>7.2f} {done['cpu_us'][0]:>9.0f} "
-                      f"{done['client_us']:>9.0f}", flush=True)  # fmt: skip
+            rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
+            for r in range(a.rounds):  # the codes in turn, each first in some round
+                for code, path in codes[r % len(codes) :] + codes[: r % len(codes)]:
+                    done = rb.run_round(path, server.url, [server.port], False, n, a, r)
+                    rounds[code].append(done)
+                    print(f"{n:>12,} {code:<4} {seconds:>7.0f} {per_page:>7.0f} {r:>5} "
+                          f"{done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
+                          f"{done['cpu_us'][0]:>9.0f} {done['client_us']:>9.0f}",
+                          flush=True)  # fmt: skip
             median = statistics.median
-            print(f"{n:>12,} {seconds:>7.0f} {per_page:>7.0f} {'med':>5} "
-                  f"{median(r['rate'] for r in rounds):>7,.0f} "
-                  f"{median(r['p50'] for r in rounds):>7.2f} "
-                  f"{median(r['p99'] for r in rounds):>7.2f} "
-                  f"{median(r['cpu_us'][0] for r in rounds):>9.0f} "
-                  f"{median(r['client_us'] for r in rounds):>9.0f}", flush=True)  # fmt: skip
+            for code, done in rounds.items():
+                print(f"{n:>12,} {code:<4} {seconds:>7.0f} {per_page:>7.0f} {'med':>5} "
+                      f"{median(r['rate'] for r in done):>7,.0f} "
+                      f"{median(r['p50'] for r in done):>7.2f} "
+                      f"{median(r['p99'] for r in done):>7.2f} "
+                      f"{median(r['cpu_us'][0] for r in done):>9.0f} "
+                      f"{median(r['client_us'] for r in done):>9.0f}", flush=True)  # fmt: skip
             client.close()
 
 
