@@ -255,7 +255,10 @@ def main() -> None:
             rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
             for r in range(a.rounds):  # the codes in turn, each first in some round
                 for code, path in codes[r % len(codes) :] + codes[: r % len(codes)]:
-                    done = rb.run_round(path, server.url, [server.port], False, n, a, r)
+                    # Pages of their own (seeds by round and code): not the copies of
+                    # the new pages the other code has just stored.
+                    seeds = r * len(codes) + [c for c, _ in codes].index(code)
+                    done = rb.run_round(path, server.url, [server.port], False, n, a, seeds)
                     rounds[code].append(done)
                     print(f"{n:>12,} {code:<4} {seconds:>7.0f} {per_page:>7.0f} {r:>5} "
                           f"{done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
