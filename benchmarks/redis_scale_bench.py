@@ -3,14 +3,15 @@ bucket family by bucket family, then ``redis_bench.py``'s rounds against it.
 
 ``RedisStore.add_many`` holds a whole load in memory (3.5 GB of loader for 10^7 pages), so
 10^8 pages are written here directly in the store's format: ``redis_bench.py``'s pages
-(70-byte URLs, 4 sentences of 150 letters, signature = fingerprint), each bucket family
-(table t, sentences, pages) in passes over the pages by key range (``--chunk`` bytes of
-records a pass), each bucket SET whole.  The records are checked against the store's own
-(``page_record``, ``sentence_record``), and a sample of pages is found by ``query`` (its
-fingerprint) and ``holders`` (its sentences) before the rounds.  Reported per size: load seconds,
-bytes a page (INFO used_memory), then per round ops/s, p50/p99, server and crawler CPU per
-check, and their medians; with ``--old REV`` that revision's code runs rounds too, in turn
-with this tree's, against the same index (the index format is the same).
+(70-byte URLs, ``--sentences`` sentences of 150 letters (4), signature = fingerprint), each
+bucket family (table t, sentences, pages) in passes over the pages by key range
+(``--chunk`` bytes of records a pass), each bucket SET whole.  The records are checked
+against the store's own (``page_record``, ``sentence_record`` under ``recorded``), and a
+sample of pages is found by ``query`` (its fingerprint) and ``holders`` (its sentences)
+before the rounds.  Reported per size: load seconds, bytes a page (INFO used_memory), then
+per round ops/s, p50/p99, server and crawler CPU per check, and their medians; with
+``--old REV`` that revision's code runs rounds too, in turn with this tree's, against the
+same index (the index format is the same).
 
     python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000] [--old REV]
 """
@@ -36,10 +37,18 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import redis_bench as rb  # noqa: E402
 
+from nearDupe.shorttext import SENTENCE_PAGE_LETTERS  # noqa: E402
+from nearDupe.store.base import SAMPLE_SENTENCES, SKETCH_SENTENCES  # noqa: E402
+
 #: Pages generated at once (their records: ~1.2 GB of loader memory at 10^7).
 BLOCK = 5_000_000
 #: The URL of page i: the fixed text around its 9 digits.
 _HEAD, _TAIL = (part.encode() for part in rb.URL.split("{:09d}"))
+
+#: Sentences a page's sketch keeps and a page is recorded under (its smallest hashes).
+SKETCHED = min(rb.SENTENCES, SKETCH_SENTENCES)
+SAMPLE = min(rb.SENTENCES, SAMPLE_SENTENCES)
+assert rb.SENTENCES * rb.SENTENCE_LETTERS >= SENTENCE_PAGE_LETTERS, "recorded under a sample"
 
 Rows = tuple[np.ndarray, np.ndarray]  # (bucket prefix per record, records as uint8 rows)
 
@@ -64,12 +73,12 @@ def table_rows(
 def sentence_rows(
     store: Any, first: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
 ) -> Rows:
-    """Each page's records under its sentences (every one of a page of 4: it is recorded
-    under its SAMPLE_SENTENCES smallest)."""
+    """Each page's records under its SAMPLE_SENTENCES smallest sentence hashes (its letters
+    are over SENTENCE_PAGE_LETTERS)."""
     from nearDupe.store.redis_records import SENTENCE_RECORD, sentence_table
 
-    hashes = rb.sentence_hashes(np.arange(first, first + len(fps))).ravel()
-    pages = np.repeat(fps, rb.SENTENCES)
+    hashes = rb.sentence_hashes(np.arange(first, first + len(fps)))[:, :SAMPLE].ravel()
+    pages = np.repeat(fps, SAMPLE)
     prefixes = hashes >> np.uint64(store.layout.sentence_shift)
     kept = keep(prefixes)
     table = sentence_table(hashes[kept], pages[kept])
@@ -80,7 +89,7 @@ def page_rows(
     store: Any, first: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
 ) -> Rows:
     """Each page's record in its page bucket, as ``redis_records.page_record`` writes it for
-    a bulk load (writer zero, the sketch of 4 sentences of 150 letters)."""
+    a bulk load (writer zero, the sketch of its SKETCHED smallest sentence hashes)."""
     from nearDupe.store.base import TAIL_BYTES
     from nearDupe.store.redis_records import SIGNED, STORED_FP, WRITER
 
@@ -89,19 +98,20 @@ def page_rows(
     fp = fps[kept]
     index = np.uint64(first) + kept.astype(np.uint64)
     n = len(fp)
-    tails = rb.sentence_hashes(index) & np.uint64(2 ** (8 * TAIL_BYTES) - 1)
+    tails = rb.sentence_hashes(index)[:, :SKETCHED] & np.uint64(2 ** (8 * TAIL_BYTES) - 1)
     letters = rb.SENTENCES * rb.SENTENCE_LETTERS
+    sketched = SKETCHED * rb.SENTENCE_LETTERS
     digits = np.stack(
         [(index // np.uint64(10 ** (8 - d))) % np.uint64(10) + np.uint64(48) for d in range(9)],
         axis=1,
     ).astype(np.uint8)
-    raw_length = TAIL_BYTES * rb.SENTENCES + len(_HEAD) + 9 + len(_TAIL)
+    raw_length = TAIL_BYTES * SKETCHED + len(_HEAD) + 9 + len(_TAIL)
     columns = [
         _be(fp, STORED_FP),
         np.zeros((n, WRITER), np.uint8),
         _be(fp, 8),  # the signature: the fingerprint
-        np.tile(_be(np.array([letters], np.uint64), 3), (n, 2)),  # letters, sketched
-        np.full((n, 1), rb.SENTENCES | SIGNED, np.uint8),
+        np.tile(_be(np.array([letters, sketched], np.uint64), 3).ravel(), (n, 1)),
+        np.full((n, 1), SKETCHED | SIGNED, np.uint8),
         np.tile(_be(np.array([raw_length], np.uint64), 2), (n, 1)),
         tails.astype(">u2").view(np.uint8).reshape(n, -1),
         np.tile(np.frombuffer(_HEAD, np.uint8), (n, 1)),
@@ -127,7 +137,7 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
     from nearDupe.store.redis_records import PAGE_HEAD, SENTENCE_RECORD
 
     layout = store.layout
-    page_record = PAGE_HEAD + TAIL_BYTES * rb.SENTENCES + len(rb.URL.format(0))
+    page_record = PAGE_HEAD + TAIL_BYTES * SKETCHED + len(rb.URL.format(0))
     families: list[tuple[int, Callable[..., Rows], Callable[[int], str]]] = [
         (
             n * layout.widths[t],
@@ -138,7 +148,7 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
     ]
     families += [
         (
-            n * rb.SENTENCES * SENTENCE_RECORD,
+            n * SAMPLE * SENTENCE_RECORD,
             lambda first, fps, keep: sentence_rows(store, first, fps, keep),
             lambda prefix: layout.sentence_key(prefix << layout.sentence_shift),
         ),
@@ -173,7 +183,7 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
 
 def _check_records(store: Any) -> None:
     """The loader's page and sentence records of a few pages are the store's own bytes."""
-    from nearDupe.store.base import sketch_of
+    from nearDupe.store.base import recorded, sketch_of
     from nearDupe.store.redis_records import page_record, sentence_record
 
     def every(prefixes: np.ndarray) -> np.ndarray:
@@ -185,8 +195,8 @@ def _check_records(store: Any) -> None:
     for i, fp in enumerate(fps.tolist()):
         page = rb.stored_sentences(i)
         assert pages[i].tobytes() == page_record(fp, rb.URL.format(i), fp, sketch_of(page))
-        for j, (h, _) in enumerate(page):
-            assert sentences[i * rb.SENTENCES + j].tobytes() == sentence_record(h, fp)
+        mine = sentences[i * SAMPLE : (i + 1) * SAMPLE]
+        assert [r.tobytes() for r in mine] == [sentence_record(h, fp) for h, _ in recorded(page)]
 
 
 async def _verify(store: Any, n: int, sample: int = 200) -> None:
@@ -210,6 +220,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 100_000_000])
     parser.add_argument("--ops", type=int, default=20_000)
+    parser.add_argument("--sentences", type=int, default=rb.SENTENCES, help="sentences a page")
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--inflight", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
@@ -225,11 +236,14 @@ def main() -> None:
         help="NEARDUPE_REDIS_PAGES of the index (0: default)",
     )
     a = parser.parse_args()
-    assert rb.SENTENCES == 4, "pages of 4 sentences (the loader's sketch and sample)"
+    os.environ["REDIS_BENCH_SENTENCES"] = str(a.sentences)  # the subprocesses read it
+    if a.sentences != rb.SENTENCES:  # this process's pages too
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
-          f"{a.inflight} in flight, {a.ops} check-and-adds a round (half new, half near "
-          f"copies), one node, laid out for {a.layout_pages or 'the default'} pages")  # fmt: skip
+          f"{a.inflight} in flight, pages of {a.sentences} sentences, {a.ops} check-and-adds a "
+          f"round (half new, half near copies), one node, laid out for "
+          f"{a.layout_pages or 'the default'} pages")  # fmt: skip
     print(f"{'stored N':>12} {'code':<4} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
