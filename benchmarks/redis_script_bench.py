@@ -113,7 +113,7 @@ def commit_parts(
     def args(j: int, check: bool, write: bool) -> list[Any]:
         keys = [f"b{t}{{{j}}}" for t in range(len(sizes))]
         written = keys[:8] if write else []
-        writes = {key: (sizes[t], [os.urandom(sizes[t])]) for t, key in enumerate(written)}
+        writes = {key: [os.urandom(sizes[t])] for t, key in enumerate(written)}
         lengths = {key: 2 * size for key, size in zip(keys, sizes, strict=True)} if check else {}
         page = (f"p{{{j}}}", os.urandom(130)) if write else None
         return commit_args(b"token", page, "", keys, writes, lengths, cluster=False)

@@ -115,9 +115,13 @@ def test_a_check_leases_the_buckets_of_its_looked_up_sentences_only(server: Redi
         assert await store.check_and_add(5, "https://article", None, article) is None
         stats = await store.client.info("commandstats")
         written = len(store.design.tables) + 4  # tables and the sample, then the page record
-        assert stats["cmdstat_set"]["calls"] == written + 1
-        # Each checked, none leased: the length of a bucket to write from its value read.
-        assert stats["cmdstat_strlen"]["calls"] == len(keys) - written
+        # Each grown in C and copied to its exact size; no bucket read into the script.
+        for command in ("append", "copy", "rename"):
+            assert stats[f"cmdstat_{command}"]["calls"] == written + 1
+        assert "cmdstat_get" not in stats and "cmdstat_set" not in stats
+        # Each checked, none leased (one MGET of the leases).
+        assert stats["cmdstat_strlen"]["calls"] == len(keys)
+        assert stats["cmdstat_mget"]["calls"] == 2  # the buckets, then the leases
         assert stats["cmdstat_evalsha"]["calls"] == 1
         got = await store.check_and_add(~5 & (2**64 - 1), "https://copy", None, article[1:])
         assert got is not None and (got.key, got.distance) == ("https://article", None)
@@ -251,10 +255,10 @@ def test_lost_reply_is_not_a_duplicate_of_itself(
     real = redis_module.commit
     calls = 0
 
-    async def reply_lost(*args: object) -> object:
+    async def reply_lost(*args: object, **kwargs: object) -> object:
         nonlocal calls
         calls += 1
-        done = await real(*args)  # type: ignore[arg-type]
+        done = await real(*args, **kwargs)  # type: ignore[arg-type]
         if calls == 1:
             raise RedisConnectionError("connection reset after the writes ran")
         return done
@@ -485,11 +489,13 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
     real = redis_module.commit
     stall, stalled = asyncio.Event(), asyncio.Event()
 
-    async def stalling(pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str):  # type: ignore[no-untyped-def]
+    async def stalling(
+        pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str, **kw: Any
+    ):  # type: ignore[no-untyped-def]
         if page[1].endswith(b"https://a") and not stall.is_set():
             stalled.set()
             await stall.wait()
-        return await real(pipes, page, keys, writes, token, count)
+        return await real(pipes, page, keys, writes, token, count, **kw)
 
     async def body(url: str, cluster: bool) -> None:
         a, b = (
@@ -567,11 +573,13 @@ def test_a_page_stored_under_a_known_fingerprint_meanwhile_is_found(
     stall, stalled = asyncio.Event(), asyncio.Event()
     fp, far = 1 << 40, 2**64 - 1
 
-    async def stalling(pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str):  # type: ignore[no-untyped-def]
+    async def stalling(
+        pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str, **kw: Any
+    ):  # type: ignore[no-untyped-def]
         if page[1].endswith(b"https://c") and not stall.is_set():
             stalled.set()
             await stall.wait()
-        return await real(pipes, page, keys, writes, token, count)
+        return await real(pipes, page, keys, writes, token, count, **kw)
 
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(confirm_k=22), name="same")
@@ -600,10 +608,10 @@ def test_a_retry_never_takes_another_crawlers_record_of_the_same_page_for_its_ow
     real = redis_module.commit
     first = True
 
-    async def lost_before_sent(*args: Any) -> Any:
+    async def lost_before_sent(*args: Any, **kwargs: Any) -> Any:
         nonlocal first
         if not first:
-            return await real(*args)
+            return await real(*args, **kwargs)
         first = False
         assert await a.check_and_add(1 << 40, "https://same", None, brief) is None
         raise RedisConnectionError("connection reset before the writes were sent")
@@ -660,9 +668,9 @@ def test_leases_all_or_nothing_and_token_checked(server: RedisServer) -> None:
 def test_a_page_record_is_known_by_its_start_not_by_bytes_inside_another(
     server: RedisServer,
 ) -> None:
-    """The commit appends a page record unless one with its fingerprint and writer starts a
-    record there; the same bytes inside another record's URL neither stop the append nor are
-    removed by an undo."""
+    """A retry's commit appends a page record unless one with its fingerprint and writer starts
+    a record there; the same bytes inside another record's URL neither stop the append nor
+    are removed by an undo."""
     from nearDupe.store.base import Sketch
     from nearDupe.store.redis_leases import commit
     from nearDupe.store.redis_records import page_record, page_records, record_id
@@ -675,8 +683,8 @@ def test_a_page_record_is_known_by_its_start_not_by_bytes_inside_another(
         bucket = store.layout.page_key(fp)
         await store.client.set(bucket, other)
         page = bucket, page_record(fp, "https://mine", None, Sketch(0, 0, b""), writer)
-        for _ in range(2):  # the second: a retry finds its record and appends nothing
-            await commit(store.pipes, page, {}, {}, b"token", store._count_key)
+        for retry in (False, True):  # the retry finds its record and appends nothing
+            await commit(store.pipes, page, {}, {}, b"token", store._count_key, retry=retry)
         top = store.layout.page_key_top(bucket)
         stored = page_records(await store.client.get(bucket), top)
         assert [r.key for r in stored] == ["https://x/" + mine.decode(), "https://mine"]

@@ -26,8 +26,8 @@ This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis ke
 fingerprints within distance k share the leading prefix of at least one table, so a query only
 reads its own bucket in each table.  Every bucket has its own hash tag (``{f0.1a2b}``), so on
 a Redis Cluster the buckets spread over all slots and nodes: memory and load split with the
-nodes.  Buckets are strings of packed records, rewritten whole by the scripts so that they
-keep their exact size.
+nodes.  Buckets are strings of packed records, grown by the commit script in C (APPEND, then
+COPY and RENAME so that they keep their exact size).
 
 Check-and-add: Redis stores, checks and leases; the crawler computes (Hamming distances with
 numpy, the rules of :mod:`nearDupe.store.base`).  Buckets only grow, so a bucket's length
@@ -50,8 +50,8 @@ a cluster, one Lua call per node holding some of the page's buckets, flag
    buckets are read again and the page decided again (a match ends the leases).
 3. New: on the node of the page's page bucket, one script checks that no bucket read there
    (page buckets included) is another token's lease or has grown, appends the page record
-   (returning its ordinal among its fingerprint's records), raises the counter if it lives
-   there, appends the fingerprint and sentence records and ends this token's leases; then
+   (returning whether it did), raises the counter if it lives there, appends the fingerprint
+   and sentence records the read did not find there, and ends this token's leases; then
    the same on every other node.  If a check fails, nothing is written there and the check
    starts again from step 1 (it then finds what was written).
 
@@ -70,8 +70,9 @@ or is another's and starts again.  A page record carries its writer (the first b
 check's token), so a retry (a lost reply, a lost lease, a grown bucket) leaves its own record
 out of what it reads and decides as its first attempt would have: a match found now (a page
 stored while its attempt's writes were refused on another node) removes its record; none
-completes its missing records (the commit appends the page record only if no record with its
-fingerprint and writer is there; other records are never appended twice).  Another
+completes its missing records (a retry's commit appends the page record only if no record
+with its fingerprint and writer is there; other records are left out where the read found
+them, and the commit checks that each bucket is still as read, so none is appended twice).  Another
 crawler's record of the same URL and text is never taken for the check's own.  A page
 looks up at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a check grows
 with them (a bucket read, checked, and leased on a cluster, each).
@@ -122,9 +123,9 @@ from nearDupe.store.redis_reading import (
     sentence_keys,
 )
 from nearDupe.store.redis_records import (
-    SENTENCE_RECORD,
     WRITER,
     page_record,
+    page_tag,
     record_id,
     sentence_record,
 )
@@ -220,13 +221,16 @@ class RedisStore(RedisBulkIndex):
         writes: Writes = {}
         for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
             if not reading.present[t]:
-                writes[bucket] = (self.layout.widths[t], [bucket_record])
+                writes[bucket] = [bucket_record]
+        there = set(reading.rows)  # the commit checks that the buckets are still as read
         for h, _ in sample:
-            bucket = self.layout.sentence_key(h)
-            writes.setdefault(bucket, (SENTENCE_RECORD, []))[1].append(sentence_record(h, fp))
-        call.sent = True
+            if (h, page_tag(fp)) not in there:
+                writes.setdefault(self.layout.sentence_key(h), []).append(sentence_record(h, fp))
+        retry, call.sent = call.sent, True
         page = self.layout.page_key(fp), record
-        await commit(self.pipes, page, reading.lengths, writes, call.token, self._count_key)
+        await commit(
+            self.pipes, page, reading.lengths, writes, call.token, self._count_key, retry=retry
+        )
 
     async def _undo(self, fp: int, call: _Call) -> None:
         """Remove the page record an earlier attempt of this call may have written before it

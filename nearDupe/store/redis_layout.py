@@ -207,3 +207,5 @@ class Layout:
 
 #: Suffix of a bucket's lease key (same hash tag, so the same slot and node).
 LEASE = ":lease"
+#: Suffix of the key a commit copies a bucket to, and renames back, within one script.
+WRITING = ":writing"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import random
 import struct
 import time
@@ -96,8 +95,8 @@ async def acquire(
         await pause()
 
 
-#: What a commit writes into one key: record size and the records.
-Writes = dict[str, tuple[int, list[bytes]]]
+#: What a commit appends to each key: its records (the caller leaves out those it read there).
+Writes = dict[str, list[bytes]]
 
 
 def commit_args(
@@ -109,15 +108,15 @@ def commit_args(
     lengths: dict[str, int],
     *,
     cluster: bool,
+    retry: bool = False,
 ) -> list[Any]:
     """The commit script's arguments for the keys of ``group`` (all on one node; see
     :func:`commit`)."""
-    spec = [(lengths.get(key, -1), writes.get(key, (0, []))[0]) for key in group]
-    args: list[Any] = [token, *(page or ("", b"")), count]
-    args.append(struct.pack(">" + SPEC_PACKED[1:] * len(group), *itertools.chain(*spec)))
+    spec = struct.pack(">" + SPEC_PACKED[1:] * len(group), *(lengths.get(k, -1) for k in group))
+    args: list[Any] = [token, *(page or ("", b"")), count, "1" if retry else "", spec]
     args.append("" if cluster else "1")
     for key in group:
-        args += [key, b"".join(writes.get(key, (0, []))[1])]
+        args += [key, b"".join(writes.get(key, []))]
     return args
 
 
@@ -137,8 +136,11 @@ async def commit(
     writes: Writes,
     token: bytes,
     count: str,
+    *,
+    retry: bool = False,
 ) -> None:
-    """Write the page record (``page``: its bucket and record; unless this call did already),
+    """Write the page record (``page``: its bucket and record; unless this call did already:
+    looked for if ``retry``, an earlier attempt of this call may have written it),
     then ``writes``, if no key of ``lengths`` (every bucket the decision read, and the length
     it read) is leased by another token or has grown, ending this token's leases: first on
     the page bucket's node, then on the others (so the page record is stored before any
@@ -155,7 +157,7 @@ async def commit(
     args = functools.partial(commit_args, token, writes=writes, lengths=lengths)
 
     (reply,) = await pipes.per_node(
-        "commit", [(groups[0], args(page, local, first, cluster=pipes.cluster))]
+        "commit", [(groups[0], args(page, local, first, cluster=pipes.cluster, retry=retry))]
     )
     if not int(reply[0]):
         raise ReadAgain
