@@ -26,8 +26,8 @@ This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis ke
 fingerprints within distance k share the leading prefix of at least one table, so a query only
 reads its own bucket in each table.  Every bucket has its own hash tag (``{f0.1a2b}``), so on
 a Redis Cluster the buckets spread over all slots and nodes: memory splits with the nodes
-(a check's buckets still fall on every node).  Buckets are strings of packed records, grown by the commit script in C (APPEND, then
-COPY and RENAME so that they keep their exact size).
+(a check's buckets still fall on every node).  Buckets are strings of packed records, grown
+by the commit script in C (APPEND, then COPY and RENAME so that they keep their exact size).
 
 Check-and-add: Redis stores, checks and leases; the crawler computes (Hamming distances with
 numpy, the rules of :mod:`nearDupe.store.base`).  Buckets only grow, so a bucket's length
