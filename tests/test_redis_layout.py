@@ -1,5 +1,5 @@
-"""The Redis layout's bucket and sentence search, exact against brute force, and the C packing of
-commands (no server needed)."""
+"""The Redis layout's bucket, sentence and page-record search, exact against brute force, and
+the C packing of commands (no server needed)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,20 @@ from hypothesis import strategies as st
 from redis.asyncio.connection import Connection
 
 from nearDupe.designs import Design
+from nearDupe.store.base import Sketch
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_open import packed_in_c
-from nearDupe.store.redis_records import TAG_SHIFT, sentence_low, sentence_record, sentence_tags
+from nearDupe.store.redis_records import (
+    TAG_BYTES,
+    TAG_SHIFT,
+    page_record,
+    page_records,
+    page_tag,
+    sentence_low,
+    sentence_record,
+    sentence_tags,
+    stored_head,
+)
 
 
 def _layout(bucket_bits: list[int]) -> Layout:
@@ -75,3 +86,32 @@ def test_hiredis_packs_as_redis_py_does() -> None:
     for command in commands:
         assert b"".join(packed.pack_command(*command)) == b"".join(plain.pack_command(*command))
     assert b"".join(packed.pack_commands(commands)) == b"".join(plain.pack_commands(commands))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_page_records_wanted_are_those_starting_with_their_heads(seed: int) -> None:
+    """The records a page bucket yields for some heads (whole stored fingerprints, or the
+    bytes a page tag names) are those the whole bucket parsed holds, though other records'
+    URLs, signatures and tails hold the same bytes."""
+    rng = random.Random(seed)
+    top = rng.getrandbits(18) << 46
+    fps = [top | rng.getrandbits(46) for _ in range(rng.randint(1, 12))]
+    decoys = [stored_head(fp) for fp in fps]  # bytes of other records, placed inside URLs
+    value = b"".join(
+        page_record(
+            fp,
+            "https://x/" + rng.choice(decoys).hex() + rng.choice(decoys).decode("latin-1"),
+            rng.choice(fps),
+            Sketch(100, 100, rng.choice(decoys)[:4]),
+        )
+        for fp in fps
+    )
+    every = page_records(value, top)
+    assert [r.fp for r in every] == fps
+    near = set(rng.sample(fps, rng.randint(0, len(fps))))
+    tags = {page_tag(fp) for fp in rng.sample(fps, rng.randint(0, len(fps)))}
+    heads = {stored_head(fp) for fp in near}
+    heads |= {stored_head(tag << TAG_SHIFT, TAG_BYTES) for tag in tags}
+    wanted = [r for r in every if r.fp in near or page_tag(r.fp) in tags]
+    assert page_records(value, top, heads) == wanted

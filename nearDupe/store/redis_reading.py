@@ -10,11 +10,13 @@ from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed, look
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
 from nearDupe.store.redis_records import (
+    TAG_BYTES,
     TAG_SHIFT,
     PageRecord,
     page_records,
     page_tag,
     sentence_tags,
+    stored_head,
 )
 
 
@@ -104,18 +106,17 @@ def _recorded_under(
 
 async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     """Read the page buckets of the near fingerprints and of the sentence holders."""
-    near = {f for _, f in reading.near}
-    tags = {tag for _, tag in reading.rows}
-    keys = {layout.page_key(f) for f in near} | {layout.page_key(tag << TAG_SHIFT) for tag in tags}
-    if not keys:
+    heads: dict[str, set[bytes]] = {}  # per page bucket, how its wanted records start
+    for _, fp in reading.near:
+        heads.setdefault(layout.page_key(fp), set()).add(stored_head(fp))
+    for _, tag in reading.rows:  # the tag's bits among the stored ones
+        fp = tag << TAG_SHIFT
+        heads.setdefault(layout.page_key(fp), set()).add(stored_head(fp, TAG_BYTES))
+    if not heads:
         return
-    values = await pipes.get_all(sorted(keys))
-
-    def wanted(fp: int) -> bool:
-        return fp in near or page_tag(fp) in tags
-
+    values = await pipes.get_all(sorted(heads))
     for key, value in values.items():
         reading.lengths[key] = len(value)
-        for record in page_records(value, layout.page_key_top(key), wanted):
+        for record in page_records(value, layout.page_key_top(key), heads[key]):
             if not (reading.own and record.writer == reading.own):
                 reading.pages.setdefault(record.fp, []).append(record)

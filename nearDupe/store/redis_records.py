@@ -5,7 +5,8 @@ See the key layout in :mod:`nearDupe.store.redis`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import struct
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +25,9 @@ WRITER = 4
 LETTERS = 3
 #: Bytes of a key's length before the key (big-endian): URLs are cut below 64 KiB.
 LENGTH = 2
+#: How a record's length is read (LENGTH bytes, big-endian).
+_LENGTH = struct.Struct(">H")
+assert _LENGTH.size == LENGTH
 #: Flag of the tail-count byte: a signature is stored (else its 8 bytes are zero).
 SIGNED = 0x80
 #: Bytes of a page record's head: fingerprint, writer, signature, its sketch's letters and
@@ -44,6 +48,8 @@ SENTENCE_RECORD = SENTENCE + PAGE_TAG
 _SENTENCE_DTYPE = np.dtype([("sentence", ">u4"), ("page", "u1", (PAGE_TAG,))])
 #: The bits of a fingerprint below its page tag.
 TAG_SHIFT = 8 * (FP - PAGE_TAG)
+#: Bytes of a page tag in a page record's stored fingerprint (the rest is in its bucket's key).
+TAG_BYTES = STORED_FP - TAG_SHIFT // 8
 
 
 class PageRecord(NamedTuple):
@@ -74,22 +80,40 @@ def page_record(
     )
 
 
-def page_records(
-    value: bytes, top: int, wanted: Callable[[int], bool] | None = None
-) -> list[PageRecord]:
-    """Every page in a page bucket (or those whose fingerprint is ``wanted``), oldest first
-    (``top``: the bucket's fingerprint bits, as
-    :meth:`~nearDupe.store.redis_layout.Layout.page_key_top` gives them)."""
+def page_records(value: bytes, top: int, heads: Iterable[bytes] | None = None) -> list[PageRecord]:
+    """Every page in a page bucket, oldest first (``top``: the bucket's fingerprint bits, as
+    :meth:`~nearDupe.store.redis_layout.Layout.page_key_top` gives them); with ``heads``,
+    only those whose stored fingerprint (its low STORED_FP bytes) starts with one of them.
+
+    The records are walked by their lengths (a record's bytes may hold any other's), but a
+    C search first finds where the wanted ones may start: at 10^8 pages a bucket holds ~380.
+    """
+    starts: set[int] | None = None
+    if heads is not None:
+        starts = set()
+        for head in heads:
+            at = value.find(head)
+            while at >= 0:
+                starts.add(at)
+                at = value.find(head, at + 1)
+        if not starts:
+            return []
+    last = len(value) if starts is None else max(starts)
     out = []
     i = 0
-    while i + PAGE_HEAD <= len(value):
-        j = i + STORED_FP
-        fp = top | int.from_bytes(value[i:j], "big")
-        n = int.from_bytes(value[i + PAGE_HEAD - LENGTH : i + PAGE_HEAD], "big")
-        if wanted is None or wanted(fp):
+    length_at = _LENGTH.unpack_from
+    while i + PAGE_HEAD <= len(value) and i <= last:
+        (n,) = length_at(value, i + PAGE_HEAD - LENGTH)
+        if starts is None or i in starts:
+            fp = top | int.from_bytes(value[i : i + STORED_FP], "big")
             out.append(_page_record_at(value, i, fp, n))
         i += PAGE_HEAD + n
     return out
+
+
+def stored_head(fp: int, length: int = STORED_FP) -> bytes:
+    """The first ``length`` bytes of the stored fingerprint of page ``fp``'s record."""
+    return fp.to_bytes(FP, "big")[FP - STORED_FP : FP - STORED_FP + length]
 
 
 def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
@@ -111,7 +135,7 @@ def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
 
 def record_id(fp: int, writer: bytes) -> bytes:
     """The first bytes of a page record: its fingerprint and writer (see WRITER)."""
-    return fp.to_bytes(FP, "big")[FP - STORED_FP :] + writer[:WRITER].ljust(WRITER, b"\0")
+    return stored_head(fp) + writer[:WRITER].ljust(WRITER, b"\0")
 
 
 def sentence_low(sentence: int) -> int:
