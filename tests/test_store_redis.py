@@ -476,6 +476,26 @@ def _race(url: str, cluster: bool, processes: int = 8) -> None:
 # -- the lease protocol, interleaved ------------------------------------------------------------
 
 
+def _stall_commit(
+    monkeypatch: pytest.MonkeyPatch, url: bytes
+) -> tuple[asyncio.Event, asyncio.Event]:
+    """Make the commit of the page whose record ends with ``url`` wait until the first event
+    is set; the second is set once it waits."""
+    import nearDupe.store.redis as redis_module
+
+    real = redis_module.commit
+    stall, stalled = asyncio.Event(), asyncio.Event()
+
+    async def stalling(pipes: Any, page: Any, *args: Any, **kwargs: Any) -> None:
+        if page[1].endswith(url) and not stall.is_set():
+            stalled.set()
+            await stall.wait()
+        await real(pipes, page, *args, **kwargs)
+
+    monkeypatch.setattr(redis_module, "commit", stalling)
+    return stall, stalled
+
+
 @pytest.mark.parametrize("topology", ["node", "cluster"])
 def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
     topology: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -484,18 +504,7 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
     keeps its page: at once on a single Redis (A holds no lease), after A's leases expired
     on a cluster. A wakes: its write finds a bucket grown and writes nothing; A starts again
     and reports B's page."""
-    import nearDupe.store.redis as redis_module
-
-    real = redis_module.commit
-    stall, stalled = asyncio.Event(), asyncio.Event()
-
-    async def stalling(
-        pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str, **kw: Any
-    ):  # type: ignore[no-untyped-def]
-        if page[1].endswith(b"https://a") and not stall.is_set():
-            stalled.set()
-            await stall.wait()
-        return await real(pipes, page, keys, writes, token, count, **kw)
+    stall, stalled = _stall_commit(monkeypatch, b"https://a")
 
     async def body(url: str, cluster: bool) -> None:
         a, b = (
@@ -504,7 +513,6 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
             )
             for _ in range(2)
         )
-        monkeypatch.setattr(redis_module, "commit", stalling)
         first = asyncio.create_task(a.check_and_add(1 << 40, "https://a"))
         await stalled.wait()
         started = time.monotonic()
@@ -567,24 +575,12 @@ def test_a_page_stored_under_a_known_fingerprint_meanwhile_is_found(
     C reads (page A is near, its signature too far: not a copy), stalls; B, with A's
     fingerprint and C's signature, is stored; C's write finds B's page bucket grown, writes
     nothing, and C reports B."""
-    import nearDupe.store.redis as redis_module
-
-    real = redis_module.commit
-    stall, stalled = asyncio.Event(), asyncio.Event()
+    stall, stalled = _stall_commit(monkeypatch, b"https://c")
     fp, far = 1 << 40, 2**64 - 1
-
-    async def stalling(
-        pipes: Any, page: Any, keys: Any, writes: Any, token: bytes, count: str, **kw: Any
-    ):  # type: ignore[no-untyped-def]
-        if page[1].endswith(b"https://c") and not stall.is_set():
-            stalled.set()
-            await stall.wait()
-        return await real(pipes, page, keys, writes, token, count, **kw)
 
     async def body() -> None:
         store = RedisStore.from_url(server.url, IndexHeader(confirm_k=22), name="same")
         assert await store.check_and_add(fp, "https://a", 0) is None
-        monkeypatch.setattr(redis_module, "commit", stalling)
         third = asyncio.create_task(store.check_and_add(flip(fp, 5), "https://c", far))
         await stalled.wait()
         assert await store.check_and_add(fp, "https://b", far) is None  # A's words reordered
