@@ -77,8 +77,8 @@ async def acquire(
 
         def build(pipe: Any) -> None:
             for group in groups:
-                lengths = [len(seen[key]) for key in group]
-                pipes.on_node(pipe, "acquire", group, [token, ms, *group, *lengths])
+                lengths = packed_lengths([len(seen[key]) for key in group])
+                pipes.on_node(pipe, "acquire", group, [token, ms, lengths, *group])
 
         replies = await pipes.run(build)
         taken = [int(r[0]) == 1 for r in replies]
@@ -93,6 +93,11 @@ async def acquire(
             pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
         )
         await pause()
+
+
+def packed_lengths(lengths: list[int]) -> bytes:
+    """Bucket lengths as one script argument (see redis_lua.SPEC)."""
+    return struct.pack(">" + SPEC_PACKED[1:] * len(lengths), *lengths)
 
 
 #: What a commit appends to each key: its records (the caller leaves out those it read there).
@@ -112,7 +117,7 @@ def commit_args(
 ) -> list[Any]:
     """The commit script's arguments for the keys of ``group`` (all on one node; see
     :func:`commit`)."""
-    spec = struct.pack(">" + SPEC_PACKED[1:] * len(group), *(lengths.get(k, -1) for k in group))
+    spec = packed_lengths([lengths.get(key, -1) for key in group])
     args: list[Any] = [token, *(page or ("", b"")), count, "1" if retry else "", spec]
     args.append("" if cluster else "1")
     for key in group:
@@ -154,15 +159,15 @@ async def commit(
     first = [k for k in groups[0][1:] if k != count]
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
-    args = functools.partial(commit_args, token, writes=writes, lengths=lengths)
-
-    (reply,) = await pipes.per_node(
-        "commit", [(groups[0], args(page, local, first, cluster=pipes.cluster, retry=retry))]
+    args = functools.partial(
+        commit_args, token, writes=writes, lengths=lengths, cluster=pipes.cluster
     )
+
+    (reply,) = await pipes.per_node("commit", [(groups[0], args(page, local, first, retry=retry))])
     if not int(reply[0]):
         raise ReadAgain
     added = bool(int(reply[1]))
-    calls = [(g, args(None, "", g, cluster=pipes.cluster)) for g in others if g]
+    calls = [(g, args(None, "", g)) for g in others if g]
     if calls or (added and not local):
 
         def build(pipe: Any) -> None:

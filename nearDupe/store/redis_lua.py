@@ -16,9 +16,9 @@ import re
 from nearDupe.store.redis_layout import LEASE, WRITING
 from nearDupe.store.redis_records import LENGTH, PAGE_HEAD, STORED_FP, WRITER
 
-#: Each key's length as a commit's caller read it (-1: not checked), packed together into one
-#: argument (Python's ``struct`` writes it, Lua's ``struct`` reads it as SPEC): one argument a
-#: key fewer, each costs the crawler ~2 us to encode.
+#: Each key's length as a lease's or a commit's caller read it (-1: not checked), packed
+#: together into one argument (Python's ``struct`` writes it, Lua's ``struct`` reads it as
+#: SPEC): one argument a key fewer, each costs the crawler ~2 us to encode.
 SPEC_PACKED = ">i"
 SPEC = ">i4"
 
@@ -74,26 +74,26 @@ return out
 """
 )
 
-# ARGV: token, lease ms, n keys, then the length of each as the caller read it.  If no key's
-# lease is another token's: lease them all and return {1} if each key still has that length
-# (buckets only grow), else {1, value of each key}; else take none (ending those this call
-# took) and return {0}.
+# ARGV: token, lease ms, the length of each key as the caller read it (packed as SPEC), then
+# the keys.  If no key's lease is another token's: lease them all and return {1} if each key
+# still has that length (buckets only grow), else {1, value of each key}; else take none
+# (ending those this call took) and return {0}.
 LUA_ACQUIRE = _fill(
     _CROSS_SLOT
     + """
-local token, ms = ARGV[1], ARGV[2]
-local n = (#ARGV - 2) / 2
-for i = 3, 2 + n do
+local token, ms, spec = ARGV[1], ARGV[2], ARGV[3]
+for i = 4, #ARGV do
   if not redis.call('SET', ARGV[i] .. LEASE, token, 'NX', 'PX', ms)
       and redis.call('GET', ARGV[i] .. LEASE) ~= token then
-    for j = 3, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
+    for j = 4, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
     return {0}
   end
 end
-local out = {1}
-for i = 3, 2 + n do
-  if redis.call('STRLEN', ARGV[i]) ~= tonumber(ARGV[i + n]) then
-    for j = 3, 2 + n do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
+local out, at, seen = {1}, 1
+for i = 4, #ARGV do
+  seen, at = struct.unpack(SPEC, spec, at)
+  if redis.call('STRLEN', ARGV[i]) ~= seen then
+    for j = 4, #ARGV do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
     return out
   end
 end
