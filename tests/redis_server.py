@@ -224,6 +224,30 @@ class RedisCluster:
         for node in self.nodes:
             node.stop()
 
+    def move_slot(self, slot: int, to: int) -> None:
+        """Move ``slot`` with its keys to node ``to`` (resharding, as ``redis-cli --cluster
+        reshard`` does it), telling every node; clients learn it from MOVED replies."""
+        import redis
+
+        clients = [redis.Redis(port=node.port) for node in self.nodes]
+        ids = [c.execute_command("CLUSTER", "MYID").decode() for c in clients]
+        ports = [node.port for node in self.nodes]
+        owner = next(
+            ports.index(primary[1])
+            for lo, hi, primary, *_ in clients[0].execute_command("CLUSTER", "SLOTS")
+            if lo <= slot <= hi
+        )
+        if owner == to:
+            return
+        clients[to].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner])
+        clients[owner].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
+        source, port = clients[owner], self.nodes[to].port
+        while keys := source.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+            source.execute_command("MIGRATE", "127.0.0.1", port, "", 0, 5000, "KEYS", *keys)
+        for c in clients:
+            c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+            c.close()
+
     def __enter__(self) -> RedisCluster:
         return self.start()
 

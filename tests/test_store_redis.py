@@ -766,3 +766,64 @@ def test_redis_cluster_spreads_sites_over_slots(tmp_path: Path) -> None:
             await second.close()
 
         asyncio.run(body())
+
+
+def test_redis_cluster_reads_with_plain_commands_and_follows_a_moved_slot(
+    tmp_path: Path,
+) -> None:
+    """On a cluster a check reads its buckets with one GET each (no script: Lua would hash
+    every byte of them), a copy costs no script call, and a new page one lease and one commit
+    call on each node it writes; when a slot moves to another node under a running crawl
+    (resharding), its bucket is read where it went and the crawl goes on."""
+    from redis.crc import key_slot
+
+    from nearDupe.store.redis_reading import page_keys
+
+    rng = random.Random(21)
+    article = tuple(sorted((rng.getrandbits(64), 60) for _ in range(6)))
+    fp = rng.getrandbits(64)
+    with RedisCluster(tmp_path / "cluster") as cluster:
+
+        async def body() -> None:
+            store = RedisStore.from_url(cluster.url, IndexHeader(), name="moved", cluster=True)
+            await store.client.initialize()
+            keys = page_keys(store.layout, fp, article)
+            nodes = {store.client.get_node_from_key(k).name for k in keys}
+            for node in store.client.get_primaries():
+                await node.execute_command("CONFIG", "RESETSTAT")
+            assert await store.check_and_add(fp, "https://article", None, article) is None
+            stats = {
+                node.name: await node.execute_command("INFO", "commandstats")
+                for node in store.client.get_primaries()
+            }
+            gets = sum(s.get("cmdstat_get", {"calls": 0})["calls"] for s in stats.values())
+            assert gets >= len(keys) + 1  # each bucket and the header, then the leases
+            for name in nodes:  # a lease and a commit call where it writes
+                assert stats[name]["cmdstat_evalsha"]["calls"] == 2
+            for node in store.client.get_primaries():
+                await node.execute_command("CONFIG", "RESETSTAT")
+            near = fp ^ 0b101
+            got = await store.check_and_add(near, "https://copy", None, article)
+            assert got is not None and (got.key, got.distance) == ("https://article", 2)
+            for node in store.client.get_primaries():
+                stats = await node.execute_command("INFO", "commandstats")
+                assert "cmdstat_evalsha" not in stats  # a copy: reads only
+            # Reshard: the slot of the page's first table bucket moves to another node.
+            slot = key_slot(keys[0].encode())
+            owner = [n.port for n in cluster.nodes].index(
+                store.client.get_node_from_key(keys[0]).port
+            )
+            cluster.move_slot(slot, (owner + 1) % 3)
+            got = await store.check_and_add(fp ^ 0b11, "https://again", None, article)
+            assert got is not None and got.key == "https://article"
+            other = tuple(sorted((rng.getrandbits(64), 60) for _ in range(6)))
+            far = fp  # 8 bits away, in the moved bucket: a new page written there
+            while bin(far ^ fp).count("1") != 8 or page_keys(store.layout, far, ())[0] != keys[0]:
+                far = fp ^ sum(1 << b for b in rng.sample(range(64), 8))
+            assert await store.check_and_add(far, "https://b", None, other) is None
+            got = await store.check_and_add(far ^ 1, "https://b2", None, other)
+            assert got is not None and got.key == "https://b"
+            assert await store.count() == 2
+            await store.close()
+
+        asyncio.run(body())

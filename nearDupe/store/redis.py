@@ -32,13 +32,13 @@ by the commit script in C (APPEND, then COPY and RENAME so that they keep their 
 Check-and-add: Redis stores, checks and leases; the crawler computes (Hamming distances with
 numpy, the rules of :mod:`nearDupe.store.base`).  Buckets only grow, so a bucket's length
 tells whether anything was written to it since it was read.  Each step is one pipeline (on
-a cluster, one Lua call per node holding some of the page's buckets, flag
-``allow-cross-slot-keys``); the steps of concurrent checks of one process share pipelines
+a cluster, one per node holding some of the page's buckets: the writes one Lua call there,
+flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process share pipelines
 (:mod:`~nearDupe.store.redis_pipes`):
 
 1. Read, without a lease: the page's bucket in every table, the sentence bucket of each
    sentence it looks up, and the header (gone: Redis was emptied under the crawl) (one MGET
-   on a single Redis, a script call per node on a cluster);
+   on a single Redis, a GET per bucket on a cluster);
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
    is a copy whatever other crawlers write next (no write, no lease).

@@ -174,7 +174,7 @@ async def commit(
             for g, args in calls:
                 pipes.on_node(pipe, "commit", g, args)
             if added and not local:
-                pipe.incr(count)
+                pipe.command(count, "INCR", count)
 
         replies = await pipes.run(build)
         if not all(int(r[0]) for r in replies[: len(calls)]):

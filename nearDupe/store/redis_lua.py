@@ -1,8 +1,8 @@
 """The Lua scripts of the Redis index: one call per node and phase, none scans.
 
-The Hamming work and the rules (nearDupe.store.base) run on the crawlers; these scripts read
-a cluster node's buckets, take and end leases, check that buckets have not grown, and write
-records, for all of one check's keys on one node (the flag
+The Hamming work and the rules (nearDupe.store.base) run on the crawlers, which read the
+buckets with plain commands; these scripts take and end leases, check that buckets have not
+grown, and write records, for all of one check's keys on one node (the flag
 ``allow-cross-slot-keys`` of Redis 7 lets a script reach keys of several slots on its node;
 KEYS[1] only routes it).  A bucket keeps its exact size: APPEND grows a string's allocation
 greedily (to twice its bytes), so the commit copies it after appending (COPY allocates the
@@ -62,17 +62,6 @@ local function find_page(v, id)
   return false
 end
 """
-
-# ARGV: keys (all on this node).  Returns the value of each ('' for a missing one): a cluster
-# check's reads on one node in one call (a GET per key costs the crawler ~10 us each).
-LUA_GET = (
-    _CROSS_SLOT
-    + """
-local out = {}
-for i = 1, #ARGV do out[i] = redis.call('GET', ARGV[i]) or '' end
-return out
-"""
-)
 
 # ARGV: token, lease ms, the length of each key as the caller read it (packed as SPEC), then
 # the keys.  If no key's lease is another token's: lease them all and return {1} if each key

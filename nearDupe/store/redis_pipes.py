@@ -8,12 +8,25 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
+from redis.asyncio.cluster import ClusterNode, PipelineCommand
+from redis.crc import key_slot
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    ResponseError,
+    TryAgainError,
+)
 
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_GET, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_failures import TRANSIENT_ERRORS
+from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_REMOVE, LUA_SET
+
+#: Replies of a command sent to a node that no longer holds its slot (resharding): it is
+#: sent again by the cluster client, which follows the redirection.
+_REDIRECTED = (MovedError, AskError, TryAgainError)
 
 SCRIPTS = {
-    "get": LUA_GET,
     "acquire": LUA_ACQUIRE,
     "commit": LUA_COMMIT,
     "set": LUA_SET,
@@ -27,13 +40,15 @@ SHA = {
 
 
 class _Recorder:
-    """Stands for a pipeline while a call is built: records each command queued on it."""
+    """Stands for a pipeline while a call is built: collects each command queued on it, with
+    the key that routes it on a cluster."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self.commands: list[tuple[str, tuple[Any, ...]]] = []
 
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+    def command(self, key: str, *args: Any) -> None:
+        """Queue command ``args`` (its name first), for the node holding ``key``."""
+        self.commands.append((key, args))
 
 
 class Pipes:
@@ -74,9 +89,12 @@ class Pipes:
         await self.load_scripts()  # which also learns a cluster's slots
         groups: dict[str, list[str]] = {}
         for key in keys:
-            node = self.client.get_node_from_key(key).name if self.cluster else ""
-            groups.setdefault(node, []).append(key)
+            groups.setdefault(self._node(key).name if self.cluster else "", []).append(key)
         return list(groups.values())
+
+    def _node(self, key: str) -> ClusterNode:
+        """The cluster node holding ``key``'s slot."""
+        return self.client.nodes_manager.get_node_from_slot(key_slot(key.encode()))
 
     async def run(self, build: Callable[[Any], object]) -> list[Any]:
         """The replies of the commands ``build(pipe)`` queues, sent with those of every other
@@ -88,7 +106,7 @@ class Pipes:
             recorder = _Recorder()
             build(recorder)
             try:
-                return await self._submit(recorder.calls)
+                return await self._submit(recorder.commands)
             except NoScriptError:
                 if tries == 2:
                     raise
@@ -109,14 +127,18 @@ class Pipes:
         return await future
 
     async def _flush(self) -> None:
-        """Send every queued call as one pipeline and hand each its replies (or error)."""
+        """Send every queued call as one pipeline (on a cluster, one per node) and hand each
+        its replies (or error)."""
         batch, self._queue = self._queue, []
-        pipe = self.client.pipeline(transaction=False)
-        for calls, _future in batch:
-            for name, args, kwargs in calls:
-                getattr(pipe, name)(*args, **kwargs)
+        commands = [command for calls, _future in batch for command in calls]
         try:
-            replies = await pipe.execute(raise_on_error=False)
+            if self.cluster:
+                replies = await self._on_cluster(commands)
+            else:
+                pipe = self.client.pipeline(transaction=False)
+                for _key, args in commands:
+                    pipe.execute_command(*args)
+                replies = await pipe.execute(raise_on_error=False)
         except BaseException as exc:  # the connection failed: every call sees it (retried)
             for _calls, future in batch:
                 if not future.done():
@@ -134,10 +156,39 @@ class Pipes:
             else:
                 future.set_result(mine)
 
+    async def _on_cluster(self, commands: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+        """The replies (or errors) of ``commands``, one pipeline to each node holding one of
+        their keys, sent at once.  The routing is this module's: redis-py's cluster pipeline
+        cost the crawler about a third of a check, finding again each command's keys and
+        slot.  A command sent where its slot no longer is goes again through the client,
+        which follows the redirection; after a connection's failure the client learns the
+        cluster again on the next call."""
+        await self.client.initialize()  # learns the slots once (again after a failure)
+        per_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
+        sent = []
+        for i, (key, args) in enumerate(commands):
+            node = self._node(key)
+            command = PipelineCommand(i, *args)
+            per_node.setdefault(node.name, (node, []))[1].append(command)
+            sent.append(command)
+        try:
+            await asyncio.gather(*(_send(node, cmds) for node, cmds in per_node.values()))
+        except TRANSIENT_ERRORS:
+            await self.client.aclose()
+            raise
+        for command in sent:
+            if isinstance(command.result, _REDIRECTED):
+                try:
+                    command.result = await self.client.execute_command(*command.args)
+                except Exception as exc:
+                    command.result = exc
+        if any(isinstance(c.result, TRANSIENT_ERRORS) for c in sent):
+            await self.client.aclose()  # connect and learn the slots again on the next call
+        return [command.result for command in sent]
+
     def script(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
-        """Queue a script call on ``pipe`` (as a raw command: redis-py's cluster pipeline
-        refuses its ``evalsha`` method, yet routes EVALSHA by its keys)."""
-        pipe.execute_command("EVALSHA", SHA[name], len(keys), *keys, *args)
+        """Queue a script call on ``pipe``, for the node of its first key."""
+        pipe.command(keys[0], "EVALSHA", SHA[name], len(keys), *keys, *args)
 
     def on_node(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
         """Queue a script over ``keys`` (all on one node; the first routes it)."""
@@ -153,22 +204,40 @@ class Pipes:
         return await self.run(build)
 
     async def get_all(self, keys: Sequence[str]) -> dict[str, bytes]:
-        """The values of ``keys`` (b"" for a missing one): one command per node, an MGET on a
-        single Redis, the ``get`` script on a cluster, whose keys lie in many slots (each
-        command costs the crawler ~10 us of redis-py; the server, pipelined, ~0.25 us a GET
-        and ~1 us a script call of its own)."""
-        groups = await self.by_node(keys) if keys else []
+        """The values of ``keys`` (b"" for a missing one): one MGET on a single Redis; on a
+        cluster, whose node refuses a command over keys of several slots, a GET per key
+        (~0.25 us of the server's, pipelined: a script reading them cost it more, as Lua
+        hashes every byte of the buckets it reads)."""
+        if not keys:
+            return {}
 
         def build(pipe: Any) -> None:
-            for group in groups:
-                if self.cluster:
-                    self.on_node(pipe, "get", group, group)
-                else:
-                    pipe.mget(group)
+            if self.cluster:
+                for key in keys:
+                    pipe.command(key, "GET", key)
+            else:
+                pipe.command(keys[0], "MGET", *keys)
 
         replies = await self.run(build)
-        return {
-            key: value or b""
-            for group, reply in zip(groups, replies, strict=True)
-            for key, value in zip(group, reply, strict=True)
-        }
+        values = replies if self.cluster else replies[0]
+        return {key: value or b"" for key, value in zip(keys, values, strict=True)}
+
+
+async def _send(node: ClusterNode, commands: list[PipelineCommand]) -> None:
+    """Send ``commands`` to ``node`` in one write and set each one's result (its reply or
+    error); a connection left with unread replies is closed, never reused."""
+    connection = node.acquire_connection()
+    try:
+        await connection.send_packed_command(
+            connection.pack_commands(command.args for command in commands), False
+        )
+        for command in commands:
+            try:
+                command.result = await node.parse_response(connection, command.args[0])
+            except Exception as exc:
+                command.result = exc
+    except BaseException:
+        await connection.disconnect()
+        raise
+    finally:
+        node.release(connection)
