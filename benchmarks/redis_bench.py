@@ -3,7 +3,8 @@ tree's, side by side, on one node (and this tree's on a 3-node cluster), at each
 then issue #15's goal table.
 
 Each code runs in its own subprocesses (PYTHONPATH: the old tree, exported with ``git archive``
-into a temp dir, or this tree), each on its own Redis, and this tree's on a 3-node cluster too.
+into a temp dir, or this tree), each on its own Redis, and this tree's on a 3-node cluster too
+(with ``--old-cluster``, the old code's on a cluster of its own as well).
 Per size N: bulk-load N pages into each (~70-byte URLs, 4 sentences of 150 letters each,
 signature = fingerprint), then ``--rounds`` rounds in which the three take turns (each first
 in one round of three):
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +332,7 @@ def main() -> None:
     )
     parser.add_argument("--old", default="main", help="git revision of today's code (main)")
     parser.add_argument("--old-up-to", type=int, default=10_000_000, help="largest N for it")
+    parser.add_argument("--old-cluster", action="store_true", help="the old code on a cluster too")
     parser.add_argument(
         "--layout-pages", type=int, default=0, help="NEARDUPE_REDIS_PAGES of this tree's index"
     )
@@ -353,14 +356,14 @@ def main() -> None:
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}
-    cluster = RedisCluster(tmp / "cluster")
-    for server in cluster.nodes:
+    clusters = [RedisCluster(tmp / f"cluster-{code}") for code in ("new", "old")]
+    for server in (s for c in clusters for s in c.nodes):
         server.extra = (*server.extra, "--appendonly", "no")
-    with (
-        RedisServer(tmp / "old", extra=("--appendonly", "no")) as old_node,
-        RedisServer(tmp / "new", extra=("--appendonly", "no")) as new_node,
-        cluster,
-    ):
+    with ExitStack() as stack:
+        old_node = stack.enter_context(RedisServer(tmp / "old", extra=("--appendonly", "no")))
+        new_node = stack.enter_context(RedisServer(tmp / "new", extra=("--appendonly", "no")))
+        cluster = stack.enter_context(clusters[0])
+        old_cluster = stack.enter_context(clusters[1]) if a.old_cluster else None
         ports = [s.port for s in cluster.nodes]
         for n in a.sizes:
             # (code, topology, its tree, url, ports, cluster?, layout pages)
@@ -370,6 +373,9 @@ def main() -> None:
             ]
             if n <= a.old_up_to:
                 setups.insert(0, ("old", "node", old, old_node.url, [old_node.port], False, 0))
+                if old_cluster is not None:
+                    old_ports = [s.port for s in old_cluster.nodes]
+                    setups.insert(1, ("old", "cluster3", old, old_cluster.url, old_ports, True, 0))
             loaded = [
                 load_index(path, url, p, c, n, pages) for _, _, path, url, p, c, pages in setups
             ]
