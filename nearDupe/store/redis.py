@@ -42,10 +42,10 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
    is a copy whatever other crawlers write next (no write, no lease).
-2. On a cluster only, lease those table and sentence buckets (``SET <bucket>:lease <token>
-   NX PX lease``, all or none per node; if one is another token's, end the leases just
-   taken, wait 1-20 ms (jittered, doubling) and try again: nobody holds some leases while
-   waiting for others).
+2. On a cluster only, lease those table and sentence buckets that lie on other nodes than
+   the page bucket (``SET <bucket>:lease <token> NX PX lease``, all or none per node; if
+   one is another token's, end the leases just taken, wait 1-20 ms (jittered, doubling) and
+   try again: nobody holds some leases while waiting for others).
    The same script compares each bucket's length with the one read: if any grew, the
    buckets are read again and the page decided again (a match ends the leases).
 3. New: on the node of the page's page bucket, one script checks that no bucket read there
@@ -64,7 +64,10 @@ pages to write finds a bucket grown, and decides again after reading the first's
 (optimistic concurrency: the commits are a serial order).  On a cluster, the writes on one
 node must not be made void by a bucket grown on another, so step 3 runs under the leases of
 step 2: a bucket leased and of the length read cannot grow until the lease ends.  The page
-record is acknowledged before any fingerprint leading to it is written.  A crawler stalled
+bucket's node is written first, in the script that checks its buckets, as on a single Redis
+(no lease there): when it succeeds, every bucket the decision read is as read, there by that
+check and elsewhere by the leases.  The page record is acknowledged before any fingerprint
+leading to it is written.  A crawler stalled
 past its lease (``lease_seconds``, default LEASE_SECONDS) finds at step 3 that a bucket grew
 or is another's and starts again.  A page record carries its writer (the first bytes of the
 check's token), so a retry (a lost reply, a lost lease, a grown bucket) leaves its own record
@@ -177,19 +180,26 @@ class RedisStore(RedisBulkIndex):
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)
         if match is None and self.pipes.cluster:
+            # The page bucket's node checks and writes its buckets in one script, as a single
+            # Redis does: only the buckets on other nodes are leased.
+            leased = self.pipes.elsewhere(seen, self.layout.page_key(fp))
             values, changed = await acquire(
-                self.pipes, seen, token, lease_seconds=self.lease_seconds
+                self.pipes,
+                {key: seen[key] for key in leased},
+                token,
+                lease_seconds=self.lease_seconds,
             )
             if changed:
                 try:
+                    values = {**seen, **values}
                     reading = await self._reading(values, fp, self.k, sentences, own)
                     match = self._match(reading, signature, sentences)
                 except BaseException:
-                    await release(self.pipes, keys, token)
+                    await release(self.pipes, leased, token)
                     raise
                 if match is not None:
                     await self._undo(fp, call)
-                    await release(self.pipes, keys, token)
+                    await release(self.pipes, leased, token)
                     return match
         if match is not None:  # a stored copy: a copy whatever other crawlers write next
             await self._undo(fp, call)

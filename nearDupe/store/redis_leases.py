@@ -73,7 +73,7 @@ async def acquire(
     pause = Pause(lease_seconds)
     ms = int(lease_seconds * 1000)
     groups = await pipes.by_node(seen)
-    while True:
+    while groups:
 
         def build(pipe: Any) -> None:
             for group in groups:
@@ -93,6 +93,7 @@ async def acquire(
             pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
         )
         await pause()
+    return seen, False
 
 
 def packed_lengths(lengths: list[int]) -> bytes:

@@ -92,6 +92,12 @@ class Pipes:
             groups.setdefault(self._node(key).name if self.cluster else "", []).append(key)
         return list(groups.values())
 
+    def elsewhere(self, keys: Iterable[str], key: str) -> list[str]:
+        """The ``keys`` a cluster holds on another node than ``key``'s (once its slots are
+        known: after a call)."""
+        here = self._node(key).name
+        return [k for k in keys if self._node(k).name != here]
+
     def _node(self, key: str) -> ClusterNode:
         """The cluster node holding ``key``'s slot."""
         return self.client.nodes_manager.get_node_from_slot(key_slot(key.encode()))
