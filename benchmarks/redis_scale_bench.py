@@ -214,9 +214,8 @@ async def _verify(store: Any, n: int, sample: int = 200) -> None:
 
 
 def main() -> None:
-    """Load each size on a fresh Redis, verify a sample, time the rounds, print the table."""
-    from redis_server import RedisServer
-
+    """Load each size on a fresh Redis (and/or cluster), verify a sample, time the rounds,
+    print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 100_000_000])
     parser.add_argument("--ops", type=int, default=20_000)
@@ -228,6 +227,13 @@ def main() -> None:
     parser.add_argument("--maxmemory", default="21gb", help="Redis refuses writes above it")
     parser.add_argument(
         "--old", default="", help="git revision whose code also runs the rounds, in turn"
+    )
+    parser.add_argument(
+        "--topologies",
+        nargs="+",
+        default=["node"],
+        choices=["node", "cluster3"],
+        help="one Redis, and/or a 3-node cluster (each loaded in turn: one at a time in memory)",
     )
     parser.add_argument(
         "--layout-pages",
@@ -242,51 +248,86 @@ def main() -> None:
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
           f"{a.inflight} in flight, pages of {a.sentences} sentences, {a.ops} check-and-adds a "
-          f"round (half new, half near copies), one node, laid out for "
-          f"{a.layout_pages or 'the default'} pages")  # fmt: skip
-    print(f"{'stored N':>12} {'code':<4} {'load s':>7} {'B/page':>7} {'round':>5} {'ops/s':>7} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'server us':>9} {'client us':>9}")  # fmt: skip
+          f"round (half new, half near copies), laid out for "
+          f"{a.layout_pages or 'the default'} pages; server us: per node")  # fmt: skip
+    print(f"{'stored N':>12} {'code':<4} {'topology':<8} {'load s':>7} {'B/page':>7} "
+          f"{'round':>5} {'ops/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'server us':>12} "
+          f"{'client us':>9}")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
     codes = [("new", HERE.parent)]
     if a.old:
         codes.insert(0, ("old", rb.tree(a.old, tmp / "old")))
+    capacity: dict[tuple[int, str], list[float]] = {}
     for n in a.sizes:
-        extra = ("--appendonly", "no", "--maxmemory", a.maxmemory)
-        with RedisServer(tmp / f"node-{n}", extra=extra) as server:
-            import redis
+        for topology in a.topologies:
+            capacity[n, topology] = _size(n, topology, codes, a, tmp)
+    for n in a.sizes:
+        if len(a.topologies) == 2:
+            node, cluster = capacity[n, "node"], capacity[n, "cluster3"]
+            print(f"{n:>12,} 3-node cluster vs one node, this tree's capacity (checks/s one core "
+                  f"a node sustains, medians of the rounds): {cluster[-1]:,.0f} / {node[-1]:,.0f}"
+                  f" = {cluster[-1] / node[-1]:.2f}x")  # fmt: skip
 
-            client = redis.Redis(port=server.port)
-            before = int(client.info("memory")["used_memory"])
-            store = rb._open(
-                server.url, False, **({"pages": a.layout_pages} if a.layout_pages else {})
-            )
-            _check_records(store)
-            started = time.perf_counter()
-            load(store, client, n, a.chunk)
-            seconds = time.perf_counter() - started
-            per_page = (int(client.info("memory")["used_memory"]) - before) / n
-            asyncio.run(_verify(rb._open(server.url, False), n))
-            rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
-            for r in range(a.rounds):  # the codes in turn, each first in some round
-                for code, path in codes[r % len(codes) :] + codes[: r % len(codes)]:
-                    # Pages of their own (seeds by round and code): not the copies of
-                    # the new pages the other code has just stored.
-                    seeds = r * len(codes) + [c for c, _ in codes].index(code)
-                    done = rb.run_round(path, server.url, [server.port], False, n, a, seeds)
-                    rounds[code].append(done)
-                    print(f"{n:>12,} {code:<4} {seconds:>7.0f} {per_page:>7.0f} {r:>5} "
-                          f"{done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
-                          f"{done['cpu_us'][0]:>9.0f} {done['client_us']:>9.0f}",
-                          flush=True)  # fmt: skip
-            median = statistics.median
-            for code, done in rounds.items():
-                print(f"{n:>12,} {code:<4} {seconds:>7.0f} {per_page:>7.0f} {'med':>5} "
-                      f"{median(r['rate'] for r in done):>7,.0f} "
-                      f"{median(r['p50'] for r in done):>7.2f} "
-                      f"{median(r['p99'] for r in done):>7.2f} "
-                      f"{median(r['cpu_us'][0] for r in done):>9.0f} "
-                      f"{median(r['client_us'] for r in done):>9.0f}", flush=True)  # fmt: skip
+
+def _used_memory(client: Any) -> int:
+    """INFO used_memory of one node."""
+    return int(client.info("memory")["used_memory"])
+
+
+def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Path) -> list[float]:
+    """Load n pages on a fresh Redis (or 3-node cluster), verify a sample, time the codes'
+    rounds in turn; per code, its median capacity (checks/s one core a node sustains)."""
+    import redis
+    from redis_server import RedisCluster, RedisServer
+
+    cluster = topology == "cluster3"
+    extra = ("--appendonly", "no", "--maxmemory", a.maxmemory)
+    servers: Any = (
+        RedisCluster(tmp / f"cluster-{n}") if cluster else RedisServer(tmp / f"node-{n}")
+    )
+    for server in servers.nodes if cluster else [servers]:
+        server.extra = (*server.extra, *extra)
+    with servers:
+        ports = [s.port for s in servers.nodes] if cluster else [servers.port]
+        nodes = [redis.Redis(port=port) for port in ports]
+        client: Any = redis.RedisCluster("127.0.0.1", ports[0]) if cluster else nodes[0]
+        before = sum(_used_memory(c) for c in nodes)
+        options = {"pages": a.layout_pages} if a.layout_pages else {}
+        store = rb._open(servers.url, cluster, **options)
+        _check_records(store)
+        started = time.perf_counter()
+        load(store, client, n, a.chunk)
+        seconds = time.perf_counter() - started
+        per_page = (sum(_used_memory(c) for c in nodes) - before) / n
+        asyncio.run(_verify(rb._open(servers.url, cluster), n))
+        rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
+        for r in range(a.rounds):  # the codes in turn, each first in some round
+            for code, path in codes[r % len(codes) :] + codes[: r % len(codes)]:
+                # Pages of their own (seeds by round and code): not the copies of
+                # the new pages the other code has just stored.
+                seeds = r * len(codes) + [c for c, _ in codes].index(code)
+                done = rb.run_round(path, servers.url, ports, cluster, n, a, seeds)
+                rounds[code].append(done)
+                print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>7.0f} "
+                      f"{r:>5} {done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
+                      f"{'/'.join(f'{u:.0f}' for u in done['cpu_us']):>12} "
+                      f"{done['client_us']:>9.0f}", flush=True)  # fmt: skip
+        median = statistics.median
+        out = []
+        for code, got in rounds.items():
+            cpu = [median(r["cpu_us"][i] for r in got) for i in range(len(ports))]
+            print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>7.0f} "
+                  f"{'med':>5} {median(r['rate'] for r in got):>7,.0f} "
+                  f"{median(r['p50'] for r in got):>7.2f} "
+                  f"{median(r['p99'] for r in got):>7.2f} "
+                  f"{'/'.join(f'{u:.0f}' for u in cpu):>12} "
+                  f"{median(r['client_us'] for r in got):>9.0f}", flush=True)  # fmt: skip
+            out.append(median(1e6 / max(r["cpu_us"]) for r in got))
+        for c in nodes:
+            c.close()
+        if cluster:
             client.close()
+        return out
 
 
 if __name__ == "__main__":
