@@ -250,7 +250,7 @@ def main() -> None:
           f"{a.inflight} in flight, pages of {a.sentences} sentences, {a.ops} check-and-adds a "
           f"round (half new, half near copies), laid out for "
           f"{a.layout_pages or 'the default'} pages; server us: per node")  # fmt: skip
-    print(f"{'stored N':>12} {'code':<4} {'topology':<8} {'load s':>7} {'B/page':>7} "
+    print(f"{'stored N':>12} {'code':<4} {'topology':<8} {'load s':>7} {'B/page (nodes)':>16} "
           f"{'round':>5} {'ops/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'server us':>12} "
           f"{'client us':>9}")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
@@ -291,14 +291,17 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
         ports = [s.port for s in servers.nodes] if cluster else [servers.port]
         nodes = [redis.Redis(port=port) for port in ports]
         client: Any = redis.RedisCluster("127.0.0.1", ports[0]) if cluster else nodes[0]
-        before = sum(_used_memory(c) for c in nodes)
+        before = [_used_memory(c) for c in nodes]
         options = {"pages": a.layout_pages} if a.layout_pages else {}
         store = rb._open(servers.url, cluster, **options)
         _check_records(store)
         started = time.perf_counter()
         load(store, client, n, a.chunk)
         seconds = time.perf_counter() - started
-        per_page = (sum(_used_memory(c) for c in nodes) - before) / n
+        per_node = [(_used_memory(c) - b) / n for c, b in zip(nodes, before, strict=True)]
+        per_page = f"{sum(per_node):.0f}"
+        if cluster:
+            per_page += " (" + "/".join(f"{b:.0f}" for b in per_node) + ")"
         asyncio.run(_verify(rb._open(servers.url, cluster), n))
         rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
         for r in range(a.rounds):  # the codes in turn, each first in some round
@@ -308,7 +311,7 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
                 seeds = r * len(codes) + [c for c, _ in codes].index(code)
                 done = rb.run_round(path, servers.url, ports, cluster, n, a, seeds)
                 rounds[code].append(done)
-                print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>7.0f} "
+                print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>16} "
                       f"{r:>5} {done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
                       f"{'/'.join(f'{u:.0f}' for u in done['cpu_us']):>12} "
                       f"{done['client_us']:>9.0f}", flush=True)  # fmt: skip
@@ -316,7 +319,7 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
         out = []
         for code, got in rounds.items():
             cpu = [median(r["cpu_us"][i] for r in got) for i in range(len(ports))]
-            print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>7.0f} "
+            print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>16} "
                   f"{'med':>5} {median(r['rate'] for r in got):>7,.0f} "
                   f"{median(r['p50'] for r in got):>7.2f} "
                   f"{median(r['p99'] for r in got):>7.2f} "
