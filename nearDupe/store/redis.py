@@ -67,16 +67,16 @@ step 2: a bucket leased and of the length read cannot grow until the lease ends.
 bucket's node is written first, in the script that checks its buckets, as on a single Redis
 (no lease there): when it succeeds, every bucket the decision read is as read, there by that
 check and elsewhere by the leases.  The page record is acknowledged before any fingerprint
-leading to it is written.  A crawler stalled
-past its lease (``lease_seconds``, default LEASE_SECONDS) finds at step 3 that a bucket grew
-or is another's and starts again.  A page record carries its writer (the first bytes of the
-check's token), so a retry (a lost reply, a lost lease, a grown bucket) leaves its own record
-out of what it reads and decides as its first attempt would have: a match found now (a page
-stored while its attempt's writes were refused on another node) removes its record; none
-completes its missing records (a retry's commit appends the page record only if no record
-with its fingerprint and writer is there; other records are left out where the read found
-them, and the commit checks that each bucket is still as read, so none is appended twice).  Another
-crawler's record of the same URL and text is never taken for the check's own.  A page
+leading to it is written.  A crawler stalled past its lease (``lease_seconds``, default
+LEASE_SECONDS) finds at step 3 that a bucket grew or is another's and starts again.  A page
+record carries its writer (the first bytes of the check's token), so a retry (a lost reply, a
+lost lease, a grown bucket) leaves its own record out of what it reads and decides as its
+first attempt would have: a match found now (a page stored while its attempt's writes were
+refused on another node) removes its record; none completes its missing records (a retry's
+commit appends the page record only if no record with its fingerprint and writer is there;
+other records are left out where the read found them, and the commit checks that each bucket
+is still as read, so none is appended twice).  Another crawler's record of the same URL and
+text is never taken for the check's own.  A page
 looks up at most LOOKUP_SENTENCES of its sentences (base.looked_up): the cost of a check grows
 with them (a bucket read, checked, and leased on a cluster, each).
 
