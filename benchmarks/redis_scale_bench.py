@@ -1,5 +1,6 @@
-"""Check-and-add on one Redis holding up to 10^8 pages: the index built with numpy, streamed
-bucket family by bucket family, then ``redis_bench.py``'s rounds against it.
+"""Check-and-add on one Redis (``--topologies node cluster3``: and on a 3-node cluster, loaded
+after it) holding up to 10^8 pages: the index built with numpy, streamed, bucket family by
+bucket family, then ``redis_bench.py``'s rounds against it.
 
 ``RedisStore.add_many`` holds a whole load in memory (3.5 GB of loader for 10^7 pages), so
 10^8 pages are written here directly in the store's format: ``redis_bench.py``'s pages
@@ -9,11 +10,13 @@ bucket family (table t, sentences, pages) in passes over the pages by key range
 against the store's own (``page_record``, ``sentence_record`` under ``recorded``), and a
 sample of pages is found by ``query`` (its fingerprint) and ``holders`` (its sentences)
 before the rounds.  Reported per size: load seconds, bytes a page (INFO used_memory), then
-per round ops/s, p50/p99, server and crawler CPU per check, and their medians; with
+per round ops/s, p50/p99, server CPU per check (per node) and crawler CPU per check, and
+their medians (and a cluster's capacity against one node's); with
 ``--old REV`` that revision's code runs rounds too, in turn with this tree's, against the
 same index (the index format is the same).
 
     python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000] [--old REV]
+        [--topologies node cluster3]
 """
 
 from __future__ import annotations
