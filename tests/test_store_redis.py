@@ -831,3 +831,37 @@ def test_redis_cluster_reads_with_plain_commands_and_follows_a_moved_slot(
             await store.close()
 
         asyncio.run(body())
+
+
+def test_redis_cluster_node_killed_and_restarted(tmp_path: Path) -> None:
+    """A cluster node killed under a running store: checks end in StoreUnavailable within the
+    retry deadline (the store's own per-node pipelines close their connections and learn the
+    cluster again); once it is back (AOF), every page stored before is found again, and a
+    check waiting through its restart rides it out."""
+    rng = random.Random(23)
+    with RedisCluster(tmp_path / "cluster") as cluster:
+
+        async def body() -> None:
+            store = RedisStore.from_url(
+                cluster.url, IndexHeader(), name="crash", cluster=True, retry_seconds=0.5
+            )
+            fps = [rng.getrandbits(64) for _ in range(60)]
+            for i, fp in enumerate(fps):
+                assert await store.check_and_add(fp, f"u{i}") is None
+            node = cluster.nodes[1]
+            node.kill()
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="crash"):
+                for i in range(20):  # some fall on the killed node's slots
+                    await store.check_and_add(rng.getrandbits(64), f"lost{i}")
+            assert time.monotonic() - started < 3  # the retry deadline, not a hang
+            node.start()
+            store.retry_seconds = 20.0  # the cluster is ok again once the node answers
+            for i, fp in enumerate(fps):
+                assert await store.check_and_add(flip(fp, 2), f"copy{i}") == Match(f"u{i}", fp, 1)
+            node.stop()
+            threading.Timer(0.5, node.start).start()
+            assert await store.check_and_add(flip(fps[0], 5), "during") == Match("u0", fps[0], 1)
+            await store.close()
+
+        asyncio.run(body())
