@@ -272,11 +272,6 @@ def main() -> None:
                   f" = {cluster[-1] / node[-1]:.2f}x")  # fmt: skip
 
 
-def _used_memory(client: Any) -> int:
-    """INFO used_memory of one node."""
-    return int(client.info("memory")["used_memory"])
-
-
 def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Path) -> list[float]:
     """Load n pages on a fresh Redis (or 3-node cluster), verify a sample, time the codes'
     rounds in turn; per code, its median capacity (checks/s one core a node sustains)."""
@@ -292,16 +287,15 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
         server.extra = (*server.extra, *extra)
     with servers:
         ports = [s.port for s in servers.nodes] if cluster else [servers.port]
-        nodes = [redis.Redis(port=port) for port in ports]
-        client: Any = redis.RedisCluster("127.0.0.1", ports[0]) if cluster else nodes[0]
-        before = [_used_memory(c) for c in nodes]
+        client: Any = (redis.RedisCluster if cluster else redis.Redis)("127.0.0.1", ports[0])
+        before = rb._memory(ports)
         options = {"pages": a.layout_pages} if a.layout_pages else {}
         store = rb._open(servers.url, cluster, **options)
         _check_records(store)
         started = time.perf_counter()
         load(store, client, n, a.chunk)
         seconds = time.perf_counter() - started
-        per_node = [(_used_memory(c) - b) / n for c, b in zip(nodes, before, strict=True)]
+        per_node = [(m - b) / n for m, b in zip(rb._memory(ports), before, strict=True)]
         per_page = f"{sum(per_node):.0f}"
         if cluster:
             per_page += " (" + "/".join(f"{b:.0f}" for b in per_node) + ")"
@@ -329,10 +323,7 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
                   f"{'/'.join(f'{u:.0f}' for u in cpu):>12} "
                   f"{median(r['client_us'] for r in got):>9.0f}", flush=True)  # fmt: skip
             out.append(median(1e6 / max(r["cpu_us"]) for r in got))
-        for c in nodes:
-            c.close()
-        if cluster:
-            client.close()
+        client.close()
         return out
 
 
