@@ -790,13 +790,18 @@ def test_redis_cluster_reads_with_plain_commands_and_follows_a_moved_slot(
             await store.client.initialize()
             keys = page_keys(store.layout, fp, article)
             nodes = {store.client.get_node_from_key(k).name for k in keys}
-            for node in store.client.get_primaries():
-                await node.execute_command("CONFIG", "RESETSTAT")
+
+            async def commandstats() -> dict[str, Any]:
+                """Each node's command counts since the last call (then reset)."""
+                out = {}
+                for node in store.client.get_primaries():
+                    out[node.name] = await node.execute_command("INFO", "commandstats")
+                    await node.execute_command("CONFIG", "RESETSTAT")
+                return out
+
+            await commandstats()
             assert await store.check_and_add(fp, "https://article", None, article) is None
-            stats = {
-                node.name: await node.execute_command("INFO", "commandstats")
-                for node in store.client.get_primaries()
-            }
+            stats = await commandstats()
             gets = sum(s.get("cmdstat_get", {"calls": 0})["calls"] for s in stats.values())
             assert gets >= len(keys) + 1  # each bucket and the header, then the leases
             page_node = store.client.get_node_from_key(store.layout.page_key(fp)).name
@@ -804,14 +809,11 @@ def test_redis_cluster_reads_with_plain_commands_and_follows_a_moved_slot(
                 # the page bucket's node one call, which checks its buckets as it writes
                 calls = stats[name]["cmdstat_evalsha"]["calls"]
                 assert calls == (1 if name == page_node else 2)
-            for node in store.client.get_primaries():
-                await node.execute_command("CONFIG", "RESETSTAT")
             near = fp ^ 0b101
             got = await store.check_and_add(near, "https://copy", None, article)
             assert got is not None and (got.key, got.distance) == ("https://article", 2)
-            for node in store.client.get_primaries():
-                stats = await node.execute_command("INFO", "commandstats")
-                assert "cmdstat_evalsha" not in stats  # a copy: reads only
+            for node_stats in (await commandstats()).values():
+                assert "cmdstat_evalsha" not in node_stats  # a copy: reads only
             # Reshard: the slot of the page's first table bucket moves to another node.
             slot = key_slot(keys[0].encode())
             owner = [n.port for n in cluster.nodes].index(
