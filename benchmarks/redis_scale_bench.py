@@ -78,23 +78,24 @@ def sentence_rows(
 ) -> Rows:
     """Each page's records under its SAMPLE_SENTENCES smallest sentence hashes (its letters
     are over SENTENCE_PAGE_LETTERS)."""
-    from nearDupe.store.redis_records import SENTENCE_RECORD, sentence_table
-
+    records = store.layout.sentences
     hashes = rb.sentence_hashes(np.arange(first, first + len(fps)))[:, :SAMPLE].ravel()
     pages = np.repeat(fps, SAMPLE)
     prefixes = hashes >> np.uint64(store.layout.sentence_shift)
     kept = keep(prefixes)
-    table = sentence_table(hashes[kept], pages[kept])
-    return prefixes[kept], np.frombuffer(table, np.uint8).reshape(-1, SENTENCE_RECORD)
+    table = records.table(hashes[kept], pages[kept])
+    return prefixes[kept], np.frombuffer(table, np.uint8).reshape(-1, records.size)
 
 
 def page_rows(
     store: Any, first: int, fps: np.ndarray, keep: Callable[[np.ndarray], np.ndarray]
 ) -> Rows:
-    """Each page's record in its page bucket, as ``redis_records.page_record`` writes it for
+    """Each page's record in its page bucket, as the layout's ``page_record`` writes it for
     a bulk load (writer zero, the sketch of its SKETCHED smallest sentence hashes)."""
     from nearDupe.store.base import TAIL_BYTES
-    from nearDupe.store.redis_records import SIGNED, STORED_FP, WRITER
+    from nearDupe.store.redis_records import SIGNED, STORED_FP, WRITER, stored_key
+
+    code, head = stored_key(_HEAD.decode(), cut_url=store.layout.cut_url)
 
     prefixes = fps >> np.uint64(store.layout.page_shift)
     kept = np.flatnonzero(keep(prefixes))
@@ -108,16 +109,16 @@ def page_rows(
         [(index // np.uint64(10 ** (8 - d))) % np.uint64(10) + np.uint64(48) for d in range(9)],
         axis=1,
     ).astype(np.uint8)
-    raw_length = TAIL_BYTES * SKETCHED + len(_HEAD) + 9 + len(_TAIL)
+    raw_length = TAIL_BYTES * SKETCHED + len(head) + 9 + len(_TAIL)
     columns = [
         _be(fp, STORED_FP),
         np.zeros((n, WRITER), np.uint8),
         _be(fp, 8),  # the signature: the fingerprint
         np.tile(_be(np.array([letters, sketched], np.uint64), 3).ravel(), (n, 1)),
-        np.full((n, 1), SKETCHED | SIGNED, np.uint8),
+        np.full((n, 1), SKETCHED | SIGNED | code, np.uint8),
         np.tile(_be(np.array([raw_length], np.uint64), 2), (n, 1)),
         tails.astype(">u2").view(np.uint8).reshape(n, -1),
-        np.tile(np.frombuffer(_HEAD, np.uint8), (n, 1)),
+        np.tile(np.frombuffer(head, np.uint8), (n, 1)),
         digits,
         np.tile(np.frombuffer(_TAIL, np.uint8), (n, 1)),
     ]
@@ -136,11 +137,11 @@ def _buckets(prefixes: np.ndarray, rows: np.ndarray) -> Iterator[tuple[int, byte
 def load(store: Any, client: Any, n: int, chunk: int) -> None:
     """Write n pages' buckets, family by family, each in as many passes by key range as keep
     a pass's records under ``chunk`` bytes."""
-    from nearDupe.store.base import TAIL_BYTES
-    from nearDupe.store.redis_records import PAGE_HEAD, SENTENCE_RECORD
+    from nearDupe.store.base import Sketch
 
     layout = store.layout
-    page_record = PAGE_HEAD + TAIL_BYTES * SKETCHED + len(rb.URL.format(0))
+    sketch = Sketch(0, 0, bytes(2 * SKETCHED))
+    page_record = len(layout.page_record(0, rb.URL.format(0), 0, sketch))
     families: list[tuple[int, Callable[..., Rows], Callable[[int], str]]] = [
         (
             n * layout.widths[t],
@@ -151,7 +152,7 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
     ]
     families += [
         (
-            n * SAMPLE * SENTENCE_RECORD,
+            n * SAMPLE * layout.sentences.size,
             lambda first, fps, keep: sentence_rows(store, first, fps, keep),
             lambda prefix: layout.sentence_key(prefix << layout.sentence_shift),
         ),
@@ -187,7 +188,6 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
 def _check_records(store: Any) -> None:
     """The loader's page and sentence records of a few pages are the store's own bytes."""
     from nearDupe.store.base import recorded, sketch_of
-    from nearDupe.store.redis_records import page_record, sentence_record
 
     def every(prefixes: np.ndarray) -> np.ndarray:
         return np.ones(len(prefixes), bool)
@@ -197,9 +197,10 @@ def _check_records(store: Any) -> None:
     _, sentences = sentence_rows(store, 0, fps, every)
     for i, fp in enumerate(fps.tolist()):
         page = rb.stored_sentences(i)
-        assert pages[i].tobytes() == page_record(fp, rb.URL.format(i), fp, sketch_of(page))
-        mine = sentences[i * SAMPLE : (i + 1) * SAMPLE]
-        assert [r.tobytes() for r in mine] == [sentence_record(h, fp) for h, _ in recorded(page)]
+        stored = store.layout.page_record(fp, rb.URL.format(i), fp, sketch_of(page))
+        assert pages[i].tobytes() == stored
+        mine = [r.tobytes() for r in sentences[i * SAMPLE : (i + 1) * SAMPLE]]
+        assert mine == [store.layout.sentences.record(h, fp) for h, _ in recorded(page)]
 
 
 async def _verify(store: Any, n: int, sample: int = 200) -> None:

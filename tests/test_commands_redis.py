@@ -157,3 +157,84 @@ def test_a_format_2_index_is_refused_then_migrated(tmp_path: Path) -> None:
                 assert brief is not None and (brief.key, brief.shared) == ("https://old/a", 1.0)
 
         asyncio.run(after())
+
+
+_FORMAT_3_CODE = "368ced6"  # the last commit that wrote format 3
+_CHECKS = """
+import asyncio, json, sys
+from scrapy.settings import Settings
+from nearDupe._settings import Config
+from nearDupe.store.redis import RedisStore
+
+async def main(url, name, checks):
+    header = Config.from_settings(Settings({"NEARDUPE_INDEX": url})).header
+    async with RedisStore.from_url(url, header, name=name) as store:
+        found = []
+        for fp, key, signature, sentences in json.loads(checks):
+            match = await store.check_and_add(fp, key, signature, [tuple(s) for s in sentences])
+            found.append(match and match.key)
+        layout = json.loads(await store.client.get("{" + name + "}:layout"))
+    print(json.dumps([layout["format"], found]))
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def test_a_format_3_index_is_read_and_written_in_its_own_format(tmp_path: Path) -> None:
+    """An index built by the code before format 4 opens and stays format 3: this code finds
+    its pages (by fingerprint and by sentences) and adds pages that the older code finds in
+    turn (crawlers of both versions may share it); a new index gets format 4, which the older
+    code refuses at open."""
+    import subprocess
+    import sys
+
+    from tests.test_commands import ROOT
+
+    require_redis()
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", _FORMAT_3_CODE, "nearDupe"], capture_output=True
+    )
+    if archive.returncode:
+        pytest.skip(f"the format-3 code (commit {_FORMAT_3_CODE}) is not in this repository")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    a, b, c = 0x123456789ABCDEF0, 0x0F0F0F0F0F0F0F0F, 0x5555555555555555
+    brief = [[11, 60], [22, 70]]
+    other = [[33, 60], [44, 70]]
+    with RedisServer(tmp_path / "redis") as redis:
+
+        def checks(code: Path, name: str, *pages: list[object]) -> tuple[int, list[str | None]]:
+            ran = subprocess.run(
+                [sys.executable, "-c", _CHECKS, redis.url, name, json.dumps(pages)],
+                env={**os.environ, "PYTHONPATH": str(code)},
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+            )
+            assert ran.returncode == 0, ran.stderr
+            format_, found = json.loads(ran.stdout)
+            return format_, found
+
+        built = checks(old, "n", [a, "https://www.old/a", 5, brief], [b, "http://old/b", 9, []])
+        assert built == (3, [None, None])
+        ours = checks(
+            ROOT,
+            "n",
+            [a ^ 1, "https://www.new/a", 5, []],
+            [77, "https://www.new/brief", None, brief],
+            [c, "https://www.new/c", 7, other],
+        )
+        assert ours == (3, ["https://www.old/a", "https://www.old/a", None])
+        theirs = checks(old, "n", [c ^ 3, "https://old/c2", 7, []], [78, "x", None, other])
+        assert theirs == (3, ["https://www.new/c", "https://www.new/c"])
+
+        assert checks(ROOT, "fresh", [a, "https://www.new/a", 5, brief]) == (4, [None])
+        refused = subprocess.run(
+            [sys.executable, "-c", _CHECKS, redis.url, "fresh", "[]"],
+            env={**os.environ, "PYTHONPATH": str(old)},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert refused.returncode == 1 and "unknown layout" in refused.stderr

@@ -12,23 +12,19 @@ from redis.asyncio.connection import Connection
 
 from nearDupe.designs import Design
 from nearDupe.store.base import Sketch
-from nearDupe.store.redis_layout import Layout
+from nearDupe.store.redis_layout import RECORD_FORMATS, Layout
 from nearDupe.store.redis_open import packed_in_c
 from nearDupe.store.redis_records import (
-    TAG_BYTES,
-    TAG_SHIFT,
-    page_record,
+    URL_PREFIXES,
+    SentenceRecords,
     page_records,
-    page_tag,
     sentence_low,
-    sentence_record,
-    sentence_tags,
     stored_head,
 )
 
 
-def _layout(bucket_bits: list[int]) -> Layout:
-    layout = {"format": 3, "bucket_bits": bucket_bits, "page_bits": 18, "sentence_bits": 18}
+def _layout(bucket_bits: list[int], format_: int = 4) -> Layout:
+    layout = {"format": format_, "bucket_bits": bucket_bits, "page_bits": 18, "sentence_bits": 18}
     return Layout("t", Design.named("4-table"), layout)
 
 
@@ -56,22 +52,29 @@ def test_near_is_brute_force_within_k(bucket_bits: list[int], seed: int, k: int)
     assert len(widths) == (2 if 15 in bucket_bits else 1)
 
 
+@pytest.mark.parametrize("tag_bytes", [4, 5])
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), torn=st.integers(0, 8))
-def test_sentence_tags_are_the_records_of_that_sentence(seed: int, torn: int) -> None:
+def test_sentence_tags_are_the_records_of_that_sentence(
+    tag_bytes: int, seed: int, torn: int
+) -> None:
     """A sentence's page tags in its bucket, oldest first, as records parsed one by one give
-    them: never a match across two records, nor in a torn record at the end."""
+    them: never a match across two records, nor in a torn record at the end (the tags of
+    format 4 and of format 3)."""
     rng = random.Random(seed)
+    sentence_records = SentenceRecords(tag_bytes)
     sentences = [rng.getrandbits(64) for _ in range(3)]
     # Tags that hold a sentence's low bytes, so that a search meets them out of place.
-    tags = [rng.getrandbits(40) for _ in range(4)] + [
-        sentence_low(h) << 8 | rng.getrandbits(8) for h in sentences
+    extra = 8 * tag_bytes - 32
+    tags = [rng.getrandbits(8 * tag_bytes) for _ in range(4)] + [
+        sentence_low(h) << extra | rng.getrandbits(extra) for h in sentences
     ]
     records = [(rng.choice(sentences), rng.choice(tags)) for _ in range(rng.randint(0, 30))]
-    value = b"".join(sentence_record(h, tag << TAG_SHIFT) for h, tag in records)
-    value += sentence_record(sentences[0], 0)[:torn]
+    shift = sentence_records.tag_shift
+    value = b"".join(sentence_records.record(h, tag << shift) for h, tag in records)
+    value += sentence_records.record(sentences[0], 0)[: min(torn, sentence_records.size - 1)]
     for h in sentences:
-        assert sentence_tags(value, h) == [tag for s, tag in records if s == h]
+        assert sentence_records.tags(value, h) == [tag for s, tag in records if s == h]
 
 
 def test_hiredis_packs_as_redis_py_does() -> None:
@@ -88,20 +91,25 @@ def test_hiredis_packs_as_redis_py_does() -> None:
     assert b"".join(packed.pack_commands(commands)) == b"".join(plain.pack_commands(commands))
 
 
+@pytest.mark.parametrize("format_", sorted(RECORD_FORMATS))
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_page_records_wanted_are_those_starting_with_their_heads(seed: int) -> None:
+def test_page_records_wanted_are_those_starting_with_their_heads(format_: int, seed: int) -> None:
     """The records a page bucket yields for some heads (whole stored fingerprints, or the
     bytes a page tag names) are those the whole bucket parsed holds, though other records'
     URLs, signatures and tails hold the same bytes."""
     rng = random.Random(seed)
+    layout = _layout([16] * 4, format_)
     top = rng.getrandbits(18) << 46
     fps = [top | rng.getrandbits(46) for _ in range(rng.randint(1, 12))]
     decoys = [stored_head(fp) for fp in fps]  # bytes of other records, placed inside URLs
     value = b"".join(
-        page_record(
+        layout.page_record(
             fp,
-            "https://x/" + rng.choice(decoys).hex() + rng.choice(decoys).decode("latin-1"),
+            rng.choice(URL_PREFIXES)
+            + "x/"
+            + rng.choice(decoys).hex()
+            + rng.choice(decoys).decode("latin-1"),
             rng.choice(fps),
             Sketch(100, 100, rng.choice(decoys)[:4]),
         )
@@ -110,8 +118,42 @@ def test_page_records_wanted_are_those_starting_with_their_heads(seed: int) -> N
     every = page_records(value, top)
     assert [r.fp for r in every] == fps
     near = set(rng.sample(fps, rng.randint(0, len(fps))))
-    tags = {page_tag(fp) for fp in rng.sample(fps, rng.randint(0, len(fps)))}
-    heads = {stored_head(fp) for fp in near}
-    heads |= {stored_head(tag << TAG_SHIFT, TAG_BYTES) for tag in tags}
-    wanted = [r for r in every if r.fp in near or page_tag(r.fp) in tags]
+    tag = layout.sentences.tag
+    tags = {tag(fp) for fp in rng.sample(fps, rng.randint(0, len(fps)))}
+    heads = {stored_head(fp) for fp in near} | {layout.sentences.head(t) for t in tags}
+    wanted = [r for r in every if r.fp in near or tag(r.fp) in tags]
     assert page_records(value, top, heads) == wanted
+
+
+_KEYS = st.tuples(
+    st.sampled_from(["", "http", "https://", "https://www", "http://www.", *URL_PREFIXES]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=20),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=_KEYS, signed=st.booleans(), tails=st.integers(0, 16))
+def test_page_records_keep_their_urls_in_either_format(
+    parts: tuple[str, str], signed: bool, tails: int
+) -> None:
+    """A page record gives back its URL, signature and sketch as written, in format 4 (which
+    leaves out the URL's beginning) and in format 3 (which keeps it whole): a crawler reads the
+    records of an index of either format."""
+    key = "".join(parts)
+    sketch = Sketch(1000, 500, bytes(range(2 * tails)))
+    signature = 12345 if signed else None
+    fp = 0xABCDEF << 40
+    sizes = {}
+    for format_ in sorted(RECORD_FORMATS):
+        record = _layout([16] * 4, format_).page_record(fp, key, signature, sketch, b"w123")
+        (read,) = page_records(record, fp & ~((1 << 48) - 1))
+        assert (read.fp, read.key, read.signature, read.sketch, read.writer) == (
+            fp,
+            key,
+            signature,
+            sketch,
+            b"w123",
+        )
+        sizes[format_] = len(record)
+    cut = max((p for p in URL_PREFIXES if key.startswith(p)), key=len)
+    assert sizes[3] - sizes[4] == len(cut)

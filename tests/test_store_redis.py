@@ -71,22 +71,26 @@ def test_key_layout_buckets_with_their_own_hash_tags(server: RedisServer) -> Non
         pages = [await client.get(store.layout.page_key(fp)) for fp in fps]
         writers = [page[6:10] for page in pages]  # the first bytes of each check's token
         assert writers[0] != writers[1]
-        assert pages == [
-            fps[0].to_bytes(8, "big")[2:]
-            + writers[0]
-            + bytes(8 + 3 + 3 + 1)
-            + b"\0\x0bhttps://x/0",
-            fps[1].to_bytes(8, "big")[2:]  # the page bucket's key holds the top 18 bits
-            + writers[1]
-            + (0xABC).to_bytes(8, "big")
-            + (40).to_bytes(3, "big") * 2
-            + b"\x81"  # one sketch tail, and a signature
-            + b"\0\x0d"
-            + b"\x56\x78"  # the tail: the sentence hash's low 2 bytes
-            + b"https://x/1",
-        ]
+        assert (
+            pages
+            == [
+                fps[0].to_bytes(8, "big")[2:]
+                + writers[0]
+                + bytes(8 + 3 + 3)
+                + b"\x40"  # no tail nor signature; "https://" cut (code 2 in bits 5-6)
+                + b"\0\x03x/0",
+                fps[1].to_bytes(8, "big")[2:]  # the page bucket's key holds the top 18 bits
+                + writers[1]
+                + (0xABC).to_bytes(8, "big")
+                + (40).to_bytes(3, "big") * 2
+                + b"\xc1"  # one sketch tail, a signature, "https://" cut
+                + b"\0\x05"
+                + b"\x56\x78"  # the tail: the sentence hash's low 2 bytes
+                + b"x/1",
+            ]
+        )
         sentence = await client.get(store.layout.sentence_key(7 << 50))
-        assert sentence == b"\x12\x34\x56\x78" + (fps[1] >> 24).to_bytes(5, "big")
+        assert sentence == b"\x12\x34\x56\x78" + (fps[1] >> 32).to_bytes(4, "big")
         assert await client.get("{crawl-a}:count") == b"2"
         assert sorted(await store.pages()) == [
             (fps[1], "https://x/1", 0xABC),
@@ -477,17 +481,18 @@ def _race(url: str, cluster: bool, processes: int = 8) -> None:
 
 
 def _stall_commit(
-    monkeypatch: pytest.MonkeyPatch, url: bytes
+    monkeypatch: pytest.MonkeyPatch, url: str
 ) -> tuple[asyncio.Event, asyncio.Event]:
-    """Make the commit of the page whose record ends with ``url`` wait until the first event
-    is set; the second is set once it waits."""
+    """Make the commit of the page whose record names ``url`` wait until the first event is
+    set; the second is set once it waits."""
     import nearDupe.store.redis as redis_module
+    from nearDupe.store.redis_records import page_records
 
     real = redis_module.commit
     stall, stalled = asyncio.Event(), asyncio.Event()
 
     async def stalling(pipes: Any, page: Any, *args: Any, **kwargs: Any) -> None:
-        if page[1].endswith(url) and not stall.is_set():
+        if page_records(page[1], 0)[0].key == url and not stall.is_set():
             stalled.set()
             await stall.wait()
         await real(pipes, page, *args, **kwargs)
@@ -504,7 +509,7 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
     keeps its page: at once on a single Redis (A holds no lease), after A's leases expired
     on a cluster. A wakes: its write finds a bucket grown and writes nothing; A starts again
     and reports B's page."""
-    stall, stalled = _stall_commit(monkeypatch, b"https://a")
+    stall, stalled = _stall_commit(monkeypatch, "https://a")
 
     async def body(url: str, cluster: bool) -> None:
         a, b = (
@@ -575,7 +580,7 @@ def test_a_page_stored_under_a_known_fingerprint_meanwhile_is_found(
     C reads (page A is near, its signature too far: not a copy), stalls; B, with A's
     fingerprint and C's signature, is stored; C's write finds B's page bucket grown, writes
     nothing, and C reports B."""
-    stall, stalled = _stall_commit(monkeypatch, b"https://c")
+    stall, stalled = _stall_commit(monkeypatch, "https://c")
     fp, far = 1 << 40, 2**64 - 1
 
     async def body() -> None:

@@ -1,9 +1,9 @@
 """One near-duplicate index shared by many crawler processes and machines, kept in Redis.
 
-Key layout (format 3; ``name`` defaults to ``neardupe``)::
+Key layout (format 4; ``name`` defaults to ``neardupe``)::
 
     {name}:header          STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
-    {name}:layout          STRING  JSON {"format": 3, "bucket_bits", "page_bits", "sentence_bits"}
+    {name}:layout          STRING  JSON {"format": 4, "bucket_bits", "page_bits", "sentence_bits"}
     {name}:count           STRING  INCR counter: pages stored
     {name}:drops           LIST    the last DROP_LOG_LIMIT drops
     name:{f<t>.<prefix>}   STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of
@@ -13,12 +13,13 @@ Key layout (format 3; ``name`` defaults to ``neardupe``)::
                                    per page, the fingerprint's low 6 bytes, its writer (4:
                                    see below), the signature (8;
                                    flagged in the tail count), its sketch's letters (3 + 3) and
-                                   tail count (1), the length (2) of its tails (base.Sketch) and
-                                   key, which follow
+                                   tail count (1, with the code of the URL beginning cut from
+                                   the key: redis_records.URL_PREFIXES), the length (2) of its
+                                   tails (base.Sketch) and key, which follow
     name:{s.<prefix>}      STRING  sentence bucket for the leading ``sentence_bits`` of the
                                    sentence hash: per page recorded under a sentence (at most
-                                   SENTENCE_HOLDERS), the hash's low 4 bytes and the top 5 of
-                                   the page's fingerprint (9 B; its holders are the page records
+                                   SENTENCE_HOLDERS), the hash's low 4 bytes and the top 4 of
+                                   the page's fingerprint (8 B; its holders are the page records
                                    whose fingerprint starts with them)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
 
@@ -89,8 +90,10 @@ The plugin keeps the item, queues the page locally and checks-and-adds the queue
 once Redis answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
 (resharding) is retried like a connection error.
 
-An index of format 2 (one hash tag ``{name}`` for every key) is refused at open with the
-command that rebuilds it: ``scrapy neardupe migrate-redis``.
+An index of format 3 (whole URLs, 5-byte page tags) is read and written in its own format,
+so crawlers of the version before format 4 may share it; that version refuses a format-4
+index at open (an unknown layout).  An index of format 2 (one hash tag ``{name}`` for every
+key) is refused at open with the command that rebuilds it: ``scrapy neardupe migrate-redis``.
 
 Opening and the header: :mod:`~nearDupe.store.redis_open`; key names:
 :mod:`~nearDupe.store.redis_layout`; leases: :mod:`~nearDupe.store.redis_leases`; reading and
@@ -125,13 +128,7 @@ from nearDupe.store.redis_reading import (
     read,
     sentence_keys,
 )
-from nearDupe.store.redis_records import (
-    WRITER,
-    page_record,
-    page_tag,
-    record_id,
-    sentence_record,
-)
+from nearDupe.store.redis_records import WRITER, record_id
 
 
 @dataclass
@@ -227,17 +224,19 @@ class RedisStore(RedisBulkIndex):
         """Write the page (its page record first, unless an earlier attempt did), ending the
         leases."""
         sample = recorded(sentences, reading.crowded)
-        record = page_record(fp, key, signature, sketch_of(sentences), call.token[:WRITER])
+        layout = self.layout
+        record = layout.page_record(fp, key, signature, sketch_of(sentences), call.token[:WRITER])
         writes: Writes = {}
-        for t, (bucket, _prefix, bucket_record) in enumerate(self.layout.buckets(fp)):
+        for t, (bucket, _prefix, bucket_record) in enumerate(layout.buckets(fp)):
             if not reading.present[t]:
                 writes[bucket] = [bucket_record]
         there = set(reading.rows)  # the commit checks that the buckets are still as read
+        records = layout.sentences
         for h, _ in sample:
-            if (h, page_tag(fp)) not in there:
-                writes.setdefault(self.layout.sentence_key(h), []).append(sentence_record(h, fp))
+            if (h, records.tag(fp)) not in there:
+                writes.setdefault(layout.sentence_key(h), []).append(records.record(h, fp))
         retry, call.sent = call.sent, True
-        page = self.layout.page_key(fp), record
+        page = layout.page_key(fp), record
         await commit(
             self.pipes, page, reading.lengths, writes, call.token, self._count_key, retry=retry
         )

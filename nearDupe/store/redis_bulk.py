@@ -12,7 +12,7 @@ import numpy as np
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Sketch, recorded, sketch_of
 from nearDupe.store.redis_open import RedisIndex
-from nearDupe.store.redis_records import page_record, page_records, sentence_table
+from nearDupe.store.redis_records import page_records
 
 #: Keys a bulk load writes per script call (one node's).
 CHUNK = 5_000
@@ -70,7 +70,7 @@ class RedisBulkIndex(RedisIndex):
             page = sentences[i] if sentences is not None else ()
             sig = signatures[i] if signatures is not None else None
             sketch = sketches[i] if sketches is not None else sketch_of(page)
-            records.append(page_record(fp, keys[i], sig, sketch))
+            records.append(self.layout.page_record(fp, keys[i], sig, sketch))
             for h, _ in recorded(page):
                 hashes.append(h)
                 pages.append(i)
@@ -82,7 +82,7 @@ class RedisBulkIndex(RedisIndex):
             fp_column = fps[np.frombuffer(pages, dtype=np.uint64)]
             top = self.layout.sentence_shift
             for prefix, rows in _groups(hash_column >> np.uint64(top)):
-                table = sentence_table(hash_column[rows], fp_column[rows])
+                table = self.layout.sentences.table(hash_column[rows], fp_column[rows])
                 writes[self.layout.sentence_key(prefix << top)] = table
         for group in await self.pipes.by_node(writes):
             for start in range(0, len(group), CHUNK):

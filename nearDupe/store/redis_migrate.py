@@ -17,10 +17,8 @@ import redis.asyncio as redis_async
 from nearDupe.errors import IndexFileError
 from nearDupe.store.base import IndexHeader, sketch_of_hashes
 from nearDupe.store.redis import RedisStore
-from nearDupe.store.redis_layout import REDIS_FORMAT
+from nearDupe.store.redis_layout import MIGRATED_FORMAT
 
-#: The format this module reads.
-OLD_FORMAT = REDIS_FORMAT - 1
 #: Bytes of format 2's records: signature record, key length; a holder's head (fingerprint,
 #: the page's sentence letters, key length).
 _OLD_RECORD, _OLD_LENGTH, _OLD_HOLDER = 9, 4, 16
@@ -61,8 +59,9 @@ async def migrate(
     try:
         header_json = await client.get(f"{tag}:header")
         layout = await client.get(f"{tag}:layout")
-        if header_json is None or layout is None or json.loads(layout).get("format") != OLD_FORMAT:
-            raise IndexFileError(f"Redis index {name!r} is not a format-{OLD_FORMAT} index")
+        old = None if layout is None else json.loads(layout).get("format")
+        if header_json is None or old != MIGRATED_FORMAT:
+            raise IndexFileError(f"Redis index {name!r} is not a format-{MIGRATED_FORMAT} index")
         old_header = {**json.loads(header_json), "format": header.format, "design": header.design}
         problems = header.mismatches(old_header)
         if problems:

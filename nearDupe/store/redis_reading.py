@@ -9,15 +9,7 @@ from nearDupe.shorttext import Sentences
 from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Match, confirmed, looked_up
 from nearDupe.store.redis_layout import Layout
 from nearDupe.store.redis_pipes import Pipes
-from nearDupe.store.redis_records import (
-    TAG_BYTES,
-    TAG_SHIFT,
-    PageRecord,
-    page_records,
-    page_tag,
-    sentence_tags,
-    stored_head,
-)
+from nearDupe.store.redis_records import PageRecord, SentenceRecords, page_records, stored_head
 
 
 def sentence_keys(layout: Layout, sentences: Sentences) -> list[str]:
@@ -41,10 +33,12 @@ class Reading:
     #: Per table: whether the page's fingerprint is already in its bucket.
     present: list[bool]
     #: (sentence, page tag) of each stored page recorded under a query sentence (the tag: the
-    #: top bits of its fingerprint, see :func:`~nearDupe.store.redis_records.page_tag`).
+    #: top bits of its fingerprint, see :class:`~nearDupe.store.redis_records.SentenceRecords`).
     rows: list[tuple[int, int]]
     #: The query's sentences already recorded for SENTENCE_HOLDERS pages.
     crowded: set[int]
+    #: The layout's sentence records (their tags).
+    sentence_records: SentenceRecords
     pages: dict[int, list[PageRecord]] = field(default_factory=dict)
     #: The length of every bucket read (and so of every page bucket fetched): a commit
     #: checks that none has grown since.
@@ -57,7 +51,7 @@ class Reading:
         """The stored pages recorded under one of the query's sentences."""
         by_tag: dict[int, list[PageRecord]] = {}
         for fp, records in self.pages.items():
-            by_tag.setdefault(page_tag(fp), []).extend(records)
+            by_tag.setdefault(self.sentence_records.tag(fp), []).extend(records)
         return [
             Holder(h, r.key, r.fp, r.sketch) for h, tag in self.rows for r in by_tag.get(tag, [])
         ]
@@ -87,7 +81,7 @@ def read(
     near, present = layout.near(fp, k, values)
     rows, crowded = _recorded_under(layout, sentences, values)
     lengths = {key: len(value) for key, value in values.items()}
-    return Reading(fp, near, present, rows, crowded, own=own, lengths=lengths)
+    return Reading(fp, near, present, rows, crowded, layout.sentences, own=own, lengths=lengths)
 
 
 def _recorded_under(
@@ -97,7 +91,7 @@ def _recorded_under(
     rows: list[tuple[int, int]] = []
     crowded = set()
     for h, _ in looked_up(sentences):
-        found = sentence_tags(values.get(layout.sentence_key(h), b""), h)
+        found = layout.sentences.tags(values.get(layout.sentence_key(h), b""), h)
         if len(found) >= SENTENCE_HOLDERS:
             crowded.add(h)
         rows += [(h, tag) for tag in found]
@@ -110,8 +104,8 @@ async def fetch_pages(pipes: Pipes, layout: Layout, reading: Reading) -> None:
     for _, fp in reading.near:
         heads.setdefault(layout.page_key(fp), set()).add(stored_head(fp))
     for _, tag in reading.rows:  # the tag's bits among the stored ones
-        fp = tag << TAG_SHIFT
-        heads.setdefault(layout.page_key(fp), set()).add(stored_head(fp, TAG_BYTES))
+        key = layout.page_key(tag << layout.sentences.tag_shift)
+        heads.setdefault(key, set()).add(layout.sentences.head(tag))
     if not heads:
         return
     values = await pipes.get_all(sorted(heads))

@@ -30,26 +30,22 @@ _LENGTH = struct.Struct(">H")
 assert _LENGTH.size == LENGTH
 #: Flag of the tail-count byte: a signature is stored (else its 8 bytes are zero).
 SIGNED = 0x80
+#: Bits of the tail-count byte that hold the tail count (at most SKETCH_SENTENCES).
+TAIL_COUNT = 0x1F
+#: The URL beginnings a format-4 page record leaves out of its key, by their code (the
+#: longest that fits is cut): the code is kept in the tail-count byte's bits 5-6, which
+#: format 3 leaves zero (cut nothing).
+URL_PREFIXES = ("", "http://", "https://", "https://www.")
+_PREFIX_SHIFT = 5
 #: Bytes of a page record's head: fingerprint, writer, signature, its sketch's letters and
-#: sketched letters, the tail count (with SIGNED), and the length of what follows (the tails,
-#: then the key).
+#: sketched letters, the tail count (with SIGNED and the prefix code), and the length of what
+#: follows (the tails, then the key).
 PAGE_HEAD = STORED_FP + WRITER + FP + 2 * LETTERS + 1 + LENGTH
 #: Bytes of a sentence record's hash: its low 32 bits (the bucket's key holds the top ones; the
 #: bits between are not kept: a false holder, ~150 records / 2^32 per query sentence, is
 #: judged by its sketch like any other).
 SENTENCE = 4
 _SENTENCE_MASK = (1 << 8 * SENTENCE) - 1
-#: Bytes of a sentence record's page: the top 40 bits of the page's fingerprint (they name its
-#: page bucket, and the page records there whose fingerprint starts with them are its holders).
-PAGE_TAG = 5
-#: Bytes of a sentence record.
-SENTENCE_RECORD = SENTENCE + PAGE_TAG
-
-_SENTENCE_DTYPE = np.dtype([("sentence", ">u4"), ("page", "u1", (PAGE_TAG,))])
-#: The bits of a fingerprint below its page tag.
-TAG_SHIFT = 8 * (FP - PAGE_TAG)
-#: Bytes of a page tag in a page record's stored fingerprint (the rest is in its bucket's key).
-TAG_BYTES = STORED_FP - TAG_SHIFT // 8
 
 
 class PageRecord(NamedTuple):
@@ -63,21 +59,36 @@ class PageRecord(NamedTuple):
 
 
 def page_record(
-    fp: int, key: str, signature: int | None, sketch: Sketch, writer: bytes = bytes(WRITER)
+    fp: int,
+    key: str,
+    signature: int | None,
+    sketch: Sketch,
+    writer: bytes = bytes(WRITER),
+    *,
+    cut_url: bool = True,
 ) -> bytes:
-    """One page as its page bucket stores it (``writer``: see WRITER)."""
-    raw = sketch.tails + key.encode()[: 2 ** (8 * LENGTH) - 1 - len(sketch.tails)]
+    """One page as its page bucket stores it (``writer``: see WRITER; ``cut_url``: leave
+    out its URL_PREFIXES, format 4)."""
+    code, name = stored_key(key, cut_url=cut_url)
+    raw = sketch.tails + name[: 2 ** (8 * LENGTH) - 1 - len(sketch.tails)]
     most = 2 ** (8 * LETTERS) - 1
-    count = len(sketch.tails) // TAIL_BYTES | (0 if signature is None else SIGNED)
+    count = len(sketch.tails) // TAIL_BYTES | code
     return (
         record_id(fp, writer)
         + (signature or 0).to_bytes(FP, "big")
         + min(sketch.letters, most).to_bytes(LETTERS, "big")
         + min(sketch.sketched, most).to_bytes(LETTERS, "big")
-        + bytes([count])
+        + bytes([count | (0 if signature is None else SIGNED)])
         + len(raw).to_bytes(LENGTH, "big")
         + raw
     )
+
+
+def stored_key(key: str, *, cut_url: bool) -> tuple[int, bytes]:
+    """The bits of the tail-count byte that name the prefix cut from ``key`` (the longest of
+    URL_PREFIXES it starts with, if ``cut_url``), and the bytes stored of it."""
+    code = max(i for i, p in enumerate(URL_PREFIXES) if key.startswith(p)) if cut_url else 0
+    return code << _PREFIX_SHIFT, key.encode()[len(URL_PREFIXES[code]) :]
 
 
 def page_records(value: bytes, top: int, heads: Iterable[bytes] | None = None) -> list[PageRecord]:
@@ -127,8 +138,9 @@ def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
     letters = int.from_bytes(value[j : j + LETTERS], "big")
     sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
     count = value[j + 2 * LETTERS]
-    tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & ~SIGNED)
-    key = value[tails_end : i + PAGE_HEAD + n].decode()
+    tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & TAIL_COUNT)
+    prefix = URL_PREFIXES[(count >> _PREFIX_SHIFT) & 3]
+    key = prefix + value[tails_end : i + PAGE_HEAD + n].decode()
     sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
     return PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer)
 
@@ -143,41 +155,58 @@ def sentence_low(sentence: int) -> int:
     return sentence & _SENTENCE_MASK
 
 
-def page_tag(fp: int) -> int:
-    """The top bits of a fingerprint that a sentence record keeps."""
-    return fp >> TAG_SHIFT
+class SentenceRecords:
+    """The sentence records of one layout format: a sentence hash's low SENTENCE bytes, then
+    the page's tag, the top ``tag_bytes`` bytes of its fingerprint (they name its page bucket,
+    and the page records there whose fingerprint starts with them are its holders; a false
+    holder, whose top bits only match, is judged by its sketch like any other)."""
 
+    def __init__(self, tag_bytes: int) -> None:
+        self.tag_bytes = tag_bytes
+        #: Bytes of one record.
+        self.size = SENTENCE + tag_bytes
+        #: The bits of a fingerprint below its tag.
+        self.tag_shift = 8 * (FP - tag_bytes)
+        #: Bytes of a tag in a page record's stored fingerprint (the rest is in its bucket's key).
+        self.stored_tag_bytes = STORED_FP - self.tag_shift // 8
+        self._dtype = np.dtype([("sentence", ">u4"), ("page", "u1", (tag_bytes,))])
 
-def sentence_record(sentence: int, fp: int) -> bytes:
-    """A page recorded under one sentence: the hash's low bits and the page's tag."""
-    return sentence_low(sentence).to_bytes(SENTENCE, "big") + page_tag(fp).to_bytes(
-        PAGE_TAG, "big"
-    )
+    def tag(self, fp: int) -> int:
+        """The top bits of a fingerprint that a sentence record keeps."""
+        return fp >> self.tag_shift
 
+    def record(self, sentence: int, fp: int) -> bytes:
+        """A page recorded under one sentence: the hash's low bits and the page's tag."""
+        low = sentence_low(sentence).to_bytes(SENTENCE, "big")
+        return low + self.tag(fp).to_bytes(self.tag_bytes, "big")
 
-def sentence_tags(value: bytes, sentence: int) -> list[int]:
-    """The page tags recorded under ``sentence`` in its sentence bucket ``value``, oldest
-    first (a C search for the hash's low bits, kept where a record starts)."""
-    low = sentence_low(sentence).to_bytes(SENTENCE, "big")
-    end = len(value) - len(value) % SENTENCE_RECORD
-    out = []
-    i = value.find(low, 0, end)
-    while i >= 0:
-        if i % SENTENCE_RECORD:
-            i = value.find(low, i + 1, end)
-            continue
-        out.append(int.from_bytes(value[i + SENTENCE : i + SENTENCE_RECORD], "big"))
-        i = value.find(low, i + SENTENCE_RECORD, end)
-    return out
+    def head(self, tag: int) -> bytes:
+        """How the stored fingerprints of the pages with ``tag`` start (see stored_head)."""
+        return stored_head(tag << self.tag_shift, self.stored_tag_bytes)
 
+    def tags(self, value: bytes, sentence: int) -> list[int]:
+        """The page tags recorded under ``sentence`` in its sentence bucket ``value``, oldest
+        first (a C search for the hash's low bits, kept where a record starts)."""
+        low = sentence_low(sentence).to_bytes(SENTENCE, "big")
+        size = self.size
+        end = len(value) - len(value) % size
+        out = []
+        i = value.find(low, 0, end)
+        while i >= 0:
+            if i % size:
+                i = value.find(low, i + 1, end)
+                continue
+            out.append(int.from_bytes(value[i + SENTENCE : i + size], "big"))
+            i = value.find(low, i + size, end)
+        return out
 
-def sentence_table(sentences: np.ndarray, fps: np.ndarray) -> bytes:
-    """The sentence records of pages ``fps`` under ``sentences`` (uint64 arrays), packed."""
-    table = np.zeros(len(sentences), dtype=_SENTENCE_DTYPE)
-    table["sentence"] = sentences & np.uint64(_SENTENCE_MASK)
-    tags = (fps >> np.uint64(TAG_SHIFT)).astype(">u8").view(np.uint8).reshape(-1, FP)
-    table["page"] = tags[:, FP - PAGE_TAG :]
-    return table.tobytes()
+    def table(self, sentences: np.ndarray, fps: np.ndarray) -> bytes:
+        """The records of pages ``fps`` under ``sentences`` (uint64 arrays), packed."""
+        table = np.zeros(len(sentences), dtype=self._dtype)
+        table["sentence"] = sentences & np.uint64(_SENTENCE_MASK)
+        tags = (fps >> np.uint64(self.tag_shift)).astype(">u8").view(np.uint8).reshape(-1, FP)
+        table["page"] = tags[:, FP - self.tag_bytes :]
+        return table.tobytes()
 
 
 def bucket_width(bucket_bits: int) -> int:
