@@ -116,9 +116,7 @@ def commit_parts(
         writes = {key: [os.urandom(sizes[t])] for t, key in enumerate(written)}
         lengths = {key: 2 * size for key, size in zip(keys, sizes, strict=True)} if check else {}
         page = (f"p{{{j}}}", os.urandom(130)) if write else None
-        return commit_args(
-            b"token", page, "", keys, writes, lengths, lease_seconds=3, cluster=False
-        )
+        return commit_args(b"token", page, "", keys, writes, lengths, cluster=False)
 
     parts = {
         "checked and written": (sha, True, True),

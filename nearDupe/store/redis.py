@@ -53,10 +53,8 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    (page buckets included) is another token's lease or has grown, appends the page record
    (returning whether it did), raises the counter if it lives there, appends the fingerprint
    and sentence records the read did not find there, and ends this token's leases; then
-   the same on every other node, where each leased bucket is only checked to be still this
-   token's (GETDEL: it cannot have grown under the lease, whose taking checked its length).
-   If a check fails, nothing is written there and the check starts again from step 1 (it
-   then finds what was written).
+   the same on every other node.  If a check fails, nothing is written there and the check
+   starts again from step 1 (it then finds what was written).
 
 Why this is exact: two pages within k share a table bucket, and two pages a sentence match can
 join share a sentence (a query reads the buckets of the sentences it looks up; a page is
@@ -178,11 +176,10 @@ class RedisStore(RedisBulkIndex):
             raise ReadAgain
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)
-        leased: set[str] = set()
         if match is None and self.pipes.cluster:
             # The page bucket's node checks and writes its buckets in one script, as a single
             # Redis does: only the buckets on other nodes are leased.
-            leased = set(self.pipes.elsewhere(seen, self.layout.page_key(fp)))
+            leased = self.pipes.elsewhere(seen, self.layout.page_key(fp))
             values, changed = await acquire(
                 self.pipes,
                 {key: seen[key] for key in leased},
@@ -195,16 +192,16 @@ class RedisStore(RedisBulkIndex):
                     reading = await self._reading(values, fp, self.k, sentences, own)
                     match = self._match(reading, signature, sentences)
                 except BaseException:
-                    await release(self.pipes, leased, token, lease_seconds=self.lease_seconds)
+                    await release(self.pipes, leased, token)
                     raise
                 if match is not None:
                     await self._undo(fp, call)
-                    await release(self.pipes, leased, token, lease_seconds=self.lease_seconds)
+                    await release(self.pipes, leased, token)
                     return match
         if match is not None:  # a stored copy: a copy whatever other crawlers write next
             await self._undo(fp, call)
             return match
-        await self._record(fp, key, signature, sentences, call, reading, leased)
+        await self._record(fp, key, signature, sentences, call, reading)
         return None
 
     def _match(
@@ -223,10 +220,9 @@ class RedisStore(RedisBulkIndex):
         sentences: Sentences,
         call: _Call,
         reading: Reading,
-        leased: set[str],
     ) -> None:
         """Write the page (its page record first, unless an earlier attempt did), ending the
-        leases (``leased``)."""
+        leases."""
         sample = recorded(sentences, reading.crowded)
         layout = self.layout
         record = layout.page_record(fp, key, signature, sketch_of(sentences), call.token[:WRITER])
@@ -242,15 +238,7 @@ class RedisStore(RedisBulkIndex):
         retry, call.sent = call.sent, True
         page = layout.page_key(fp), record
         await commit(
-            self.pipes,
-            page,
-            reading.lengths,
-            writes,
-            call.token,
-            self._count_key,
-            leased=leased,
-            lease_seconds=self.lease_seconds,
-            retry=retry,
+            self.pipes, page, reading.lengths, writes, call.token, self._count_key, retry=retry
         )
 
     async def _undo(self, fp: int, call: _Call) -> None:

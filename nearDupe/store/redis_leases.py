@@ -16,11 +16,11 @@ import functools
 import random
 import struct
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from nearDupe.errors import StoreUnavailable
-from nearDupe.store.redis_lua import LEASED, NOT_CHECKED, SPEC_PACKED
+from nearDupe.store.redis_lua import SPEC_PACKED
 from nearDupe.store.redis_pipes import Pipes
 
 #: Default lease: ~1,000 times a check's ~3 ms p99 under load, and more than a call's
@@ -89,8 +89,9 @@ async def acquire(
                 for key, value in zip(group, reply[1:], strict=False)
             }
             return {**seen, **fresh}, bool(fresh)
-        ours = [k for g, t in zip(groups, taken, strict=False) if t for k in g]
-        await release(pipes, ours, token, lease_seconds=lease_seconds)
+        await release(
+            pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
+        )
         await pause()
     return seen, False
 
@@ -112,31 +113,25 @@ def commit_args(
     writes: Writes,
     lengths: dict[str, int],
     *,
-    leased: Collection[str] = (),
-    lease_seconds: float,
     cluster: bool,
     retry: bool = False,
 ) -> list[Any]:
     """The commit script's arguments for the keys of ``group`` (all on one node; see
     :func:`commit`)."""
-    spec = packed_lengths(
-        [LEASED if key in leased else lengths.get(key, NOT_CHECKED) for key in group]
-    )
+    spec = packed_lengths([lengths.get(key, -1) for key in group])
     args: list[Any] = [token, *(page or ("", b"")), count, "1" if retry else "", spec]
-    args += [int(lease_seconds * 1000), "" if cluster else "1"]
+    args.append("" if cluster else "1")
     for key in group:
         args += [key, b"".join(writes.get(key, []))]
     return args
 
 
-async def release(
-    pipes: Pipes, keys: Iterable[str], token: bytes, *, lease_seconds: float
-) -> None:
-    """End this token's leases on ``keys`` (another token's stay)."""
+async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
+    """End this token's leases on ``keys`` (none if another token leases one of them)."""
     groups = await pipes.by_node(keys)
     if groups:
-        args = functools.partial(commit_args, lease_seconds=lease_seconds, cluster=pipes.cluster)
-        calls = [(g, args(token, None, "", g, {}, {}, leased=g)) for g in groups]
+        cluster = pipes.cluster
+        calls = [(g, commit_args(token, None, "", g, {}, {}, cluster=cluster)) for g in groups]
         await pipes.per_node("commit", calls)
 
 
@@ -148,8 +143,6 @@ async def commit(
     token: bytes,
     count: str,
     *,
-    leased: Collection[str],
-    lease_seconds: float,
     retry: bool = False,
 ) -> None:
     """Write the page record (``page``: its bucket and record; unless this call did already:
@@ -159,7 +152,6 @@ async def commit(
     the page bucket's node, then on the others (so the page record is stored before any
     fingerprint leading to it).  The counter ``count`` goes up with the page record (in its
     script if on its node).  Raises :class:`ReadAgain` if a key was leased or had grown.
-    ``leased``: the keys this token leased (:func:`acquire`; their leases end either way).
 
     On a single Redis this is one script call that checks and writes at once: no lease is
     needed.  On a cluster the keys are leased first (:func:`acquire`), so that the writes on
@@ -169,13 +161,7 @@ async def commit(
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
     args = functools.partial(
-        commit_args,
-        token,
-        writes=writes,
-        lengths=lengths,
-        leased=leased,
-        lease_seconds=lease_seconds,
-        cluster=pipes.cluster,
+        commit_args, token, writes=writes, lengths=lengths, cluster=pipes.cluster
     )
 
     (reply,) = await pipes.per_node("commit", [(groups[0], args(page, local, first, retry=retry))])

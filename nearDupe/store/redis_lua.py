@@ -16,15 +16,11 @@ import re
 from nearDupe.store.redis_layout import LEASE, WRITING
 from nearDupe.store.redis_records import LENGTH, PAGE_HEAD, STORED_FP, WRITER
 
-#: Each key's length as a lease's or a commit's caller read it, packed together into one
-#: argument (Python's ``struct`` writes it, Lua's ``struct`` reads it as SPEC): one argument
-#: a key fewer, each costs the crawler ~2 us to encode.
+#: Each key's length as a lease's or a commit's caller read it (-1: not checked), packed
+#: together into one argument (Python's ``struct`` writes it, Lua's ``struct`` reads it as
+#: SPEC): one argument a key fewer, each costs the crawler ~2 us to encode.
 SPEC_PACKED = ">i"
 SPEC = ">i4"
-#: A commit's length for a key it does not check.
-NOT_CHECKED = -1
-#: A commit's length for a key this token leased (see LUA_COMMIT).
-LEASED = -2
 
 #: Names the scripts use for Python's constants, written in as literals (whole words).
 _CONSTANTS = {
@@ -35,8 +31,6 @@ _CONSTANTS = {
     "LEASE": f"'{LEASE}'",
     "SPEC": f"'{SPEC}'",
     "WRITING": f"'{WRITING}'",
-    "NOT_CHECKED": str(NOT_CHECKED),
-    "LEASED": str(LEASED),
 }
 _NAMED = re.compile(r"\b(" + "|".join(_CONSTANTS) + r")\b")
 
@@ -98,22 +92,16 @@ return out
 
 # ARGV: token, page bucket ('' for none), page record, the counter to raise if the page
 # record is appended ('' for none: on another node), '1' if an earlier attempt of this call
-# may have appended the page record, each key's length as the caller read it packed as SPEC
-# (NOT_CHECKED, or LEASED: this token leased the key and taking the lease checked its
-# length), a lease's ms, '1' if one MGET may read every key's lease (a single Redis; a
+# may have appended the page record, each key's length as the caller read it (-1: not
+# checked) packed as SPEC, '1' if one MGET may read every key's lease (a single Redis; a
 # cluster's node refuses a command over several slots, and a single Redis sees leases only
-# from crawlers of an older version), then per key: key, the records to
-# append to it (one string; the caller leaves out those its read found there).  If no key
-# is leased by another token, each LEASED one still is this token's, and each checked one
-# still has that length (buckets only grow, under their lease if one is taken): append the
-# page record (on a retry, unless a record with its fingerprint and writer is there: this
-# call's, from an attempt whose reply was lost), then each key's records, end this token's
-# leases and return {1, 1 if the page record was appended now}.  Else write nothing: {0}
-# (the LEASED keys' leases end all the same).
-#
-# A LEASED key's lease is read and ended in one GETDEL, its length unmeasured: it cannot
-# have grown while this token held it.  If the lease was lost (expired, and maybe taken by
-# another crawler, whose lease is put back for the lease's time) the commit fails.
+# from crawlers of an older version), then per key: key, the records to append to it (one
+# string; the caller leaves out those its read found there).  If no key is leased by another
+# token and each checked one still has that length (buckets only grow, under their lease if
+# one is taken): append the page record (on a retry, unless a record with its fingerprint
+# and writer is there: this call's, from an attempt whose reply was lost), then each key's
+# records, end this token's leases and return {1, 1 if the page record was appended now}.
+# Else write nothing: {0}.
 #
 # A bucket grows by APPEND, then COPY to a key of its slot and RENAME back: APPEND leaves
 # the string twice as big as its bytes (a greedy allocation), COPY makes it exact.  A bucket
@@ -124,34 +112,25 @@ LUA_COMMIT = _fill(
     _CROSS_SLOT
     + _RECORDS
     + """
-local token, spec, ms, single = ARGV[1], ARGV[6], ARGV[7], ARGV[8] == '1'
-local n = (#ARGV - 8) / 2
-local keys, records, held, mine = {}, {}, {}, {}
-for j = 1, n do keys[j], records[j] = ARGV[7 + 2 * j], ARGV[8 + 2 * j] end
-if single and n > 0 then
-  local leases = {}
-  for j = 1, n do leases[j] = keys[j] .. LEASE end
-  held = redis.call('MGET', unpack(leases))
+local token, spec = ARGV[1], ARGV[6]
+local n = (#ARGV - 7) / 2
+local keys, records, leases, held, mine = {}, {}, {}, {}, {}
+for j = 1, n do keys[j], records[j] = ARGV[6 + 2 * j], ARGV[7 + 2 * j] end
+for j = 1, n do leases[j] = keys[j] .. LEASE end
+if ARGV[7] == '1' then
+  if n > 0 then held = redis.call('MGET', unpack(leases)) end
+else
+  for j = 1, n do held[j] = redis.call('GET', leases[j]) end
 end
-local ok, at, seen, lease, h = true, 1
+local at, seen = 1
 for j = 1, n do
   seen, at = struct.unpack(SPEC, spec, at)
-  lease = keys[j] .. LEASE
-  if seen == LEASED then
-    h = redis.call('GETDEL', lease)
-    if h ~= token then
-      if h then redis.call('SET', lease, h, 'PX', ms) end
-      ok = false
-    end
-  elseif ok then
-    if single then h = held[j] else h = redis.call('GET', lease) end
-    if h == token then mine[#mine + 1] = lease end
-    if (h and h ~= token) or (seen ~= NOT_CHECKED and redis.call('STRLEN', keys[j]) ~= seen) then
-      ok = false
-    end
+  if held[j] then
+    if held[j] ~= token then return {0} end
+    mine[#mine + 1] = leases[j]
   end
+  if seen >= 0 and redis.call('STRLEN', keys[j]) ~= seen then return {0} end
 end
-if not ok then return {0} end
 local function append(key, rec)
   redis.call('APPEND', key, rec)
   redis.call('COPY', key, key .. WRITING, 'REPLACE')
