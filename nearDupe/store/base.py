@@ -27,7 +27,8 @@ def storable_key(key: str) -> str:
     return key
 
 
-#: Version of the on-disk / in-Redis layout (not of the fingerprint algorithm).
+#: Version of the embedded index's on-disk layout, written in every index's header (not of
+#: the fingerprint algorithm; a Redis index's keys have their own: redis_layout.REDIS_FORMAT).
 FORMAT_VERSION = 3
 
 #: A confirmation distance of this much accepts every candidate (64 bits of fingerprint and
