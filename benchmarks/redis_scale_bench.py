@@ -7,13 +7,14 @@ bucket family, then ``redis_bench.py``'s rounds against it.
 (70-byte URLs, ``--sentences`` sentences of 150 letters (4), signature = fingerprint), each
 bucket family (table t, sentences, pages) in passes over the pages by key range
 (``--chunk`` bytes of records a pass), each bucket SET whole.  The records are checked
-against the store's own (``page_record``, ``sentence_record`` under ``recorded``), and a
+against the store's own (its layout's ``page_record`` and sentence records under
+``recorded``), and a
 sample of pages is found by ``query`` (its fingerprint) and ``holders`` (its sentences)
 before the rounds.  Reported per size: load seconds, bytes a page (INFO used_memory), then
 per round ops/s, p50/p99, server CPU per check (per node) and crawler CPU per check, and
 their medians (and a cluster's capacity against one node's); with
 ``--old REV`` that revision's code runs rounds too, in turn with this tree's, against the
-same index (the index format is the same).
+same index (a revision before format 4, 48ae2a7, refuses the format-4 index this tree builds).
 
     python benchmarks/redis_scale_bench.py [--sizes 1000000 100000000] [--ops 20000] [--old REV]
         [--topologies node cluster3]

@@ -139,7 +139,7 @@ def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
     sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
     count = value[j + 2 * LETTERS]
     tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & TAIL_COUNT)
-    prefix = URL_PREFIXES[(count >> _PREFIX_SHIFT) & 3]
+    prefix = URL_PREFIXES[(count >> _PREFIX_SHIFT) & (len(URL_PREFIXES) - 1)]
     key = prefix + value[tails_end : i + PAGE_HEAD + n].decode()
     sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
     return PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer)
