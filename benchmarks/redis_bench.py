@@ -14,7 +14,9 @@ rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / 
 ``spread``: the busiest node's lowest and highest of the rounds) and the capacity that implies
 (one core per node), and the crawlers' CPU per check (client us: what limits the measured
 rate when clients and servers share this machine's cores), and ``calls``: the script calls a
-check costs the busiest node (each has a cost of its own, whatever its keys); bytes per page
+check costs the busiest node (each has a cost of its own, whatever its keys), and ``in scripts``:
+the part of each node's CPU a check spent in them (INFO commandstats; the rest is its plain
+reads, the network and the event loop); bytes per page
 (INFO used_memory delta / N, per node) after the load.  The shared machine's noise moves one
 round's CPU figures by up to a quarter, and the machine's speed drifts between rounds: the
 3-node cluster's gain is the median of each round's against the same round's one node.
@@ -237,11 +239,11 @@ def _memory(ports: list[int]) -> list[int]:
     return [int(i["used_memory"]) for i in _infos(ports, "memory")]
 
 
-def _script_calls(ports: list[int]) -> list[int]:
-    """Script calls (EVALSHA) each node has served since its last CONFIG RESETSTAT."""
-    return [
-        int(i.get("cmdstat_evalsha", {}).get("calls", 0)) for i in _infos(ports, "commandstats")
-    ]
+def _scripts(ports: list[int]) -> list[tuple[int, int]]:
+    """Script calls (EVALSHA) each node has served since its last CONFIG RESETSTAT, and the
+    microseconds it spent in them (the commands they call included)."""
+    stats = [i.get("cmdstat_evalsha", {}) for i in _infos(ports, "commandstats")]
+    return [(int(s.get("calls", 0)), int(s.get("usec", 0))) for s in stats]
 
 
 def _on_each(ports: list[int], command: str) -> None:
@@ -277,8 +279,10 @@ def run_round(
     done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
                inflight=a.inflight, round_=round_)  # fmt: skip
     cpu_us = [(c - b) / done["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
-    calls = max(_script_calls(ports)) / done["ops"]
-    return {**done, "cpu_us": cpu_us, "calls": calls}
+    scripts = _scripts(ports)
+    calls = max(c for c, _us in scripts) / done["ops"]
+    return {**done, "cpu_us": cpu_us, "calls": calls,
+            "script_us": [us / done["ops"] for _c, us in scripts]}  # fmt: skip
 
 
 def _median(rounds: list[dict], loaded: dict) -> dict:
@@ -293,7 +297,10 @@ def _median(rounds: list[dict], loaded: dict) -> dict:
             key: median(r[key] for r in rounds)
             for key in ("rate", "p50", "p99", "client_us", "calls")
         },
-        "cpu_us": [median(r["cpu_us"][i] for r in rounds) for i in range(nodes)],
+        **{
+            key: [median(r[key][i] for r in rounds) for i in range(nodes)]
+            for key in ("cpu_us", "script_us")
+        },
         "spread": f"{min(busiest):.0f}-{max(busiest):.0f}",
     }
 
@@ -308,11 +315,12 @@ def _row(code: str, topology: str, n: int, r: dict) -> str:
     per_page = sum(r["bytes"])
     nodes = "/".join(f"{b:.0f}" for b in r["bytes"])
     cpus = "/".join(f"{c:.0f}" for c in r["cpu_us"])
+    scripts = "/".join(f"{c:.0f}" for c in r["script_us"])
     capacity = _capacity(r)
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
-        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {r['spread']:>9} {capacity:>10,.0f} "
-        f"{r['client_us']:>10,.0f} {r['calls']:>6.2f} "
+        f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {scripts:>13} {r['spread']:>9} "
+        f"{capacity:>10,.0f} {r['client_us']:>10,.0f} {r['calls']:>6.2f} "
         f"{'' if r['sentences'] else 'no sentences loaded'}"
     )
 
@@ -351,7 +359,8 @@ def main() -> None:
           f"old = {a.old} ({rev}), new = this tree")  # fmt: skip
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'spread':>9} {'capacity':>10} "
+        f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'in scripts':>13} {'spread':>9} "
+        f"{'capacity':>10} "
         f"{'client us':>10} {'calls':>6}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
