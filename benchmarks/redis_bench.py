@@ -15,8 +15,9 @@ rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / 
 (one core per node), and the crawlers' CPU per check (client us: what limits the measured
 rate when clients and servers share this machine's cores), and ``calls``: the script calls a
 check costs the busiest node (each has a cost of its own, whatever its keys), and ``in scripts``:
-the part of each node's CPU a check spent in them (INFO commandstats; the rest is its plain
-reads, the network and the event loop); bytes per page
+the time each node spent in them a check (INFO commandstats: its clock, so a script the
+machine's other processes interrupt counts their time too; the rest of the node's CPU is its
+plain reads, the network and the event loop); bytes per page
 (INFO used_memory delta / N, per node) after the load.  The shared machine's noise moves one
 round's CPU figures by up to a quarter, and the machine's speed drifts between rounds: the
 3-node cluster's gain is the median of each round's against the same round's one node.
