@@ -53,7 +53,8 @@ def block_lines(
     root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
 ) -> list[tuple[str, float]]:
     """(text, share of it inside links) of each block of an element, in order, without the
-    skipped tags and classes/ids."""
+    skipped tags and classes/ids below it (the element itself is what the caller asked for: a
+    theme names its ``<body>`` after its layout, "right-sidebar", "fixed-menu")."""
     parts: list[tuple[str, bool]] = []
     links = 0  # depth inside <a> elements
     walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
@@ -62,7 +63,9 @@ def block_lines(
         if event == "start":
             if tag == "a":
                 links += 1  # its "end" event comes even when its subtree is skipped
-            if tag in skip_tags or skip_class.search(class_id(elem)) is not None:
+            if elem is not root and (
+                tag in skip_tags or skip_class.search(class_id(elem)) is not None
+            ):
                 walker.skip_subtree()
                 continue
             if tag in _BLOCK_TAGS:
