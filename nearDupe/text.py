@@ -20,6 +20,9 @@ _HIDDEN_STYLE = re.compile(
     r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important\s*)?(?:;|$)",
     re.I,
 )
+#: React's streaming server rendering sends the content of a page's suspended parts last, each
+#: in a hidden ``<div id="S:n">`` that its own script moves into place: shown, not hidden.
+_STREAMED_SEGMENT = re.compile(r"S:\d+")
 #: huge_tree: libxml2 otherwise drops text nested deeper than 256 elements (it keeps up to
 #: 2,048 levels then); the other limits it lifts are covered by NEARDUPE_MAX_HTML_CHARS and
 #: the analysis time limit.
@@ -77,6 +80,8 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         with_tail=False,
     )
     for elem in root.xpath("//*[@hidden] | //*[@style]"):
-        if elem.get("hidden") is not None or _HIDDEN_STYLE.search(elem.get("style", "")):
+        if _HIDDEN_STYLE.search(elem.get("style", "")) or (
+            elem.get("hidden") is not None and not _STREAMED_SEGMENT.fullmatch(elem.get("id", ""))
+        ):
             elem.drop_tree()
     return root

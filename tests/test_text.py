@@ -68,6 +68,24 @@ def test_extracts_article_without_boilerplate() -> None:
         assert noise not in text
 
 
+def test_a_streamed_part_of_the_page_is_not_hidden() -> None:
+    # React's streaming server rendering: the suspended part is sent last, in a hidden
+    # <div id="S:0"> that a script moves to its <template id="B:0">; other hidden elements
+    # stay out.
+    paragraphs = "".join(f"<p>{sentence}</p>" for sentence in ARTICLE)
+    page = (
+        "<html><body><nav><a href='/'>Home</a></nav><main><h1>River park grows</h1>"
+        "<template id='B:0'></template><p>Loading the story</p></main>"
+        "<div hidden id='subscribe'>Subscribe for only one dollar a week</div>"
+        f"<div hidden id='S:0'><article>{paragraphs}</article></div>"
+        "<script>$RC('B:0','S:0')</script></body></html>"
+    )
+    text = extract_main_text(page)
+    for sentence in ARTICLE:
+        assert sentence in text
+    assert "Subscribe" not in text
+
+
 def test_block_boundaries_become_newlines() -> None:
     text = extract_main_text(NEWS_PAGE)
     lines = text.split("\n")
