@@ -72,6 +72,7 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         root = lxml.html.document_fromstring(data, parser=_PARSER)
     except (lxml.etree.ParserError, ValueError):
         return None
+    _join_roots(root)
     lxml.etree.strip_elements(
         root,
         *_INVISIBLE_TAGS,
@@ -85,3 +86,24 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         ):
             elem.drop_tree()
     return root
+
+
+def _join_roots(root: lxml.html.HtmlElement) -> None:
+    """Move what a malformed page puts after its root (a second ``<html>``, most often: libxml2
+    leaves it beside the first, outside the tree lxml returns) into the root: head into head,
+    the rest into the body."""
+    extras = [e for e in root.itersiblings() if isinstance(e.tag, str)]
+    if not extras:
+        return
+    body = root.find("body")
+    if body is None:
+        body = lxml.etree.SubElement(root, "body")
+    for extra in extras:
+        for part in list(extra) if extra.tag == "html" else [extra]:
+            if part.tag == "head":
+                head = root.find("head")
+                (head if head is not None else body).extend(list(part))
+            else:
+                if part.tag == "body":
+                    part.tag = "div"
+                body.append(part)
