@@ -361,8 +361,7 @@ def main() -> None:
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'in scripts':>13} {'spread':>9} "
-        f"{'capacity':>10} "
-        f"{'client us':>10} {'calls':>6}"
+        f"{'capacity':>10} {'client us':>10} {'calls':>6}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}

@@ -21,6 +21,9 @@ ARTICLE = [
     "and cyclists by the end of the following year, officials said.",
 ]
 
+#: The article's paragraphs, for pages built around them.
+PARAGRAPHS = "".join(f"<p>{sentence}</p>" for sentence in ARTICLE)
+
 NEWS_PAGE = f"""<!DOCTYPE html>
 <html><head><title>River park grows</title><script>var tracking = "TRACKING CODE";</script>
 <style>.x {{ color: red }}</style></head>
@@ -72,12 +75,11 @@ def test_a_streamed_part_of_the_page_is_not_hidden() -> None:
     # React's streaming server rendering: the suspended part is sent last, in a hidden
     # <div id="S:0"> that a script moves to its <template id="B:0">; other hidden elements
     # stay out.
-    paragraphs = "".join(f"<p>{sentence}</p>" for sentence in ARTICLE)
     page = (
         "<html><body><nav><a href='/'>Home</a></nav><main><h1>River park grows</h1>"
         "<template id='B:0'></template><p>Loading the story</p></main>"
         "<div hidden id='subscribe'>Subscribe for only one dollar a week</div>"
-        f"<div hidden id='S:0'><article>{paragraphs}</article></div>"
+        f"<div hidden id='S:0'><article>{PARAGRAPHS}</article></div>"
         "<script>$RC('B:0','S:0')</script></body></html>"
     )
     text = extract_main_text(page)
@@ -88,10 +90,9 @@ def test_a_streamed_part_of_the_page_is_not_hidden() -> None:
 
 def test_an_article_after_a_second_html_element_is_read() -> None:
     # libxml2 leaves a second <html> beside the first, outside the tree lxml returns.
-    paragraphs = "".join(f"<p>{sentence}</p>" for sentence in ARTICLE)
     page = (
         "<!DOCTYPE html><html><head><title>x</title></head><body><nav>Home</nav></body></html>"
-        f"<html><head><style>p {{ color: red }}</style></head><body><article>{paragraphs}"
+        f"<html><head><style>p {{ color: red }}</style></head><body><article>{PARAGRAPHS}"
         "</article></body></html>"
     )
     text = extract_main_text(page)
