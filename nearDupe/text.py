@@ -103,7 +103,7 @@ def _join_roots(root: lxml.html.HtmlElement) -> None:
             if part.tag == "head":
                 head = root.find("head")
                 (head if head is not None else body).extend(list(part))
-            else:
-                if part.tag == "body":
-                    part.tag = "div"
-                body.append(part)
+                continue
+            if part.tag == "body":
+                part.tag = "div"
+            body.append(part)
