@@ -1,5 +1,5 @@
 """Main-content extraction quality and speed on real pages (aeb English, zh-extract Chinese,
-WCXB dev articles).
+WCXB dev articles, and with ``--sets ...,wcxb-all`` WCXB dev pages of every type).
 
 Run ``python benchmarks/extraction_eval.py``. Data is read from ``../shared/data`` next to the
 repository (override with the ``NEARDUPE_DATA`` environment variable), never copied here.
@@ -10,7 +10,8 @@ normalised to sum to 1; precision averaged over pages with a prediction, recall 
 with a ground truth; F1 from the averaged precision and recall. Tokens are lowercased, and each
 CJK character is its own token so that Chinese text gets meaningful shingles. WCXB dev article
 pages (``wcxb``, split by domain) are also scored with WCXB's own metric (``evaluate.py``: word
-F1 per page, averaged over pages), printed as ``WCXB wF1``.
+F1 per page, averaged over pages), printed as ``wF1``; ``wcxb-all`` is WCXB's whole dev split
+(articles, listings, forums, products, collections, documentation, services).
 """
 
 from __future__ import annotations
@@ -56,7 +57,12 @@ def load_extraction_cases(
     by URL host; zh-extract pages carry no URL: each is a site of its own)."""
     root = root or data_dir()
     cases: list[Case] = []
-    wcxb = _wcxb_articles(root / "wcxb-dev", half) if "wcxb" in sets else []
+    wcxb = [
+        case
+        for name in ("wcxb", "wcxb-all")
+        if name in sets
+        for case in _wcxb(root / "wcxb-dev", half, every_type=name == "wcxb-all")
+    ]
     truth = json.loads((root / "aeb" / "ground-truth.json").read_text(encoding="utf-8"))
     for page_id, item in sorted(truth.items()):
         site = urlsplit(item["url"]).hostname or page_id
@@ -74,13 +80,17 @@ def load_extraction_cases(
     return [case for case in cases if case[0] in sets] + wcxb
 
 
-def _wcxb_articles(root: Path, half: tuple[str, int] | None) -> list[Case]:
-    """WCXB dev pages typed "article" (793), split by domain (as the other sets, by host)."""
+def _wcxb(root: Path, half: tuple[str, int] | None, every_type: bool) -> list[Case]:
+    """WCXB dev pages typed "article" (793), or of every type (1,497: set ``wcxb-all``), split
+    by domain (as the other sets, by host)."""
     cases: list[Case] = []
     for path in sorted((root / "dev" / "ground-truth").glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         kind = (data.get("_internal") or {}).get("page_type") or {}
-        if (kind.get("primary") if isinstance(kind, dict) else kind) != "article":
+        if (
+            not every_type
+            and (kind.get("primary") if isinstance(kind, dict) else kind) != "article"
+        ):
             continue
         url = data.get("url") or f"http://{path.stem}.wcxb.invalid/"
         site = (urlsplit(url).hostname or path.stem).removeprefix("www.")
@@ -88,7 +98,7 @@ def _wcxb_articles(root: Path, half: tuple[str, int] | None) -> list[Case]:
             continue
         body = gzip.decompress((root / "dev" / "html" / f"{path.stem}.html.gz").read_bytes())
         truth = (data.get("ground_truth") or {}).get("main_content") or ""
-        cases.append(("wcxb", path.stem, decode(body, url), truth))
+        cases.append(("wcxb-all" if every_type else "wcxb", path.stem, decode(body, url), truth))
     return cases
 
 
@@ -222,13 +232,13 @@ def main() -> None:
         "--half", choices=["held-out", "tune"], help="only this half of the sites (see --seed)"
     )
     parser.add_argument("--seed", type=int, default=1, help="the split of the sites (--half)")
-    parser.add_argument("--sets", default="en,zh,wcxb", help="which sets (en, zh, wcxb)")
+    parser.add_argument("--sets", default="en,zh,wcxb", help="which sets (en, zh, wcxb, wcxb-all)")
     args = parser.parse_args()
     half = (args.half, args.seed) if args.half else None
     cases = load_extraction_cases(half=half, sets=tuple(args.sets.split(",")))
     print(f"{len(cases)} pages from {data_dir()}" + (f", {args.half} half of the sites "
           f"(split {args.seed})" if args.half else ""))  # fmt: skip
-    print(f"{'extractor':<28} {'set':<4} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} "
+    print(f"{'extractor':<28} {'set':<8} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} "
           f"{'wF1':>6}  {'median ms':>9} {'mean ms':>8}  worst page (F1)")  # fmt: skip
     chosen = {k: f for k, f in EXTRACTORS.items() if not args.only or args.only in k}
     for name, sets in evaluate(cases, chosen).items():
@@ -237,7 +247,7 @@ def main() -> None:
             worst = min(pages, key=lambda x: page_f1(x[1]))
             times = [x[3] for x in pages]
             print(
-                f"{name:<28} {lang:<4} {len(pages):5d} {p:6.3f} {r:6.3f} {f1:6.3f} "
+                f"{name:<28} {lang:<8} {len(pages):5d} {p:6.3f} {r:6.3f} {f1:6.3f} "
                 f"{statistics.mean(x[2] for x in pages):6.3f}  "
                 f"{statistics.median(times):9.1f} {statistics.mean(times):8.1f}  "
                 f"{worst[0][:16]} ({page_f1(worst[1]):.2f})"

@@ -16,13 +16,11 @@ from nearDupe.textlines import (
     SPACE,
     THREAD_STAMPS,
     TIME_RE,
-    cut_comment_thread,
     is_cjk,
     is_comment_thread,
     is_furniture_box,
-    trim_edges,
 )
-from nearDupe.texttail import cut_tail
+from nearDupe.texttail import story_lines
 
 # Readability scores a paragraph by its commas; Chinese and Japanese text uses these instead.
 _COMMAS = re.compile(r"[,，、]")
@@ -141,7 +139,7 @@ class BlockReadability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = block_lines(self.html, NON_TEXT_TAGS | {"h1"}, NON_TEXT_CLASS)
-        return "\n".join(line for line, _ in trim_edges(cut_tail(cut_comment_thread(lines))))
+        return "\n".join(line for line, _ in story_lines(lines))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.

@@ -8,8 +8,9 @@ import lxml.etree
 import lxml.html
 
 from nearDupe.readability_text import BlockReadability
-from nearDupe.textblocks import fallback_text
+from nearDupe.textblocks import chrome_free_lines, fallback_text, main_area
 from nearDupe.textlines import CONTROL
+from nearDupe.texttail import story_lines
 
 #: Pages longer than this many characters are truncated before parsing.
 DEFAULT_MAX_CHARS = 2_000_000
@@ -28,8 +29,14 @@ _STREAMED_SEGMENT = re.compile(r"S:\d+")
 #: the analysis time limit.
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
 
-#: Readability's text is trusted unless it found no article candidate or its text is both
-#: shorter than _SHORT characters and than _MIN_SHARE of the fallback text.
+#: On a page that marks its main content (``<main>``), readability's text is trusted when it
+#: holds at least this share of that element's text (without chrome, cut like a story's
+#: block): below it, readability chose one box of a page whose content is spread over several
+#: (a listing, a forum thread, a product's parts), and the marked text is the page's.
+_MAIN_SHARE = 0.5
+#: Elsewhere readability's text is trusted unless it found no article candidate or its text is
+#: both shorter than _SHORT characters and than _MIN_SHARE of the fallback text (the body's:
+#: there, the blocks readability leaves are mostly other stories' teasers).
 _SHORT = 500
 _MIN_SHARE = 0.03
 
@@ -51,6 +58,13 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             main = readability.summary(html_partial=True)
         except Exception:
             main = ""
+        area = main_area(root)
+        if area is not None:
+            marked = "\n".join(line for line, _ in story_lines(chrome_free_lines(area)))
+            if marked and (
+                not readability.found_candidate or len(main) < _MAIN_SHARE * len(marked)
+            ):
+                return marked
         if readability.found_candidate and len(main) >= _SHORT:
             return main
         fallback = fallback_text(root)

@@ -39,14 +39,20 @@ _CHROME_CLASS = re.compile(
 def fallback_text(root: lxml.html.HtmlElement) -> str:
     """Visible body text without navigation, footers, forms, comments, ads and share widgets."""
     body = root.find("body")
-    return _block_text(body if body is not None else root, _CHROME_TAGS, _CHROME_CLASS)
+    return "\n".join(line for line, _ in chrome_free_lines(body if body is not None else root))
 
 
-def _block_text(
-    root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
-) -> str:
-    """Text of an element, a line per block, without the skipped tags and classes/ids."""
-    return "\n".join(line for line, _ in block_lines(root, skip_tags, skip_class))
+def main_area(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The element a page marks as its main content (its first ``<main>`` or
+    ``role="main"``), if any."""
+    areas = root.xpath("//main | //*[@role='main']")
+    return areas[0] if areas else None
+
+
+def chrome_free_lines(elem: lxml.html.HtmlElement) -> list[tuple[str, float]]:
+    """:func:`block_lines` of an element without navigation, footers, forms, comments, ads and
+    share widgets."""
+    return block_lines(elem, _CHROME_TAGS, _CHROME_CLASS)
 
 
 def block_lines(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from nearDupe.textlines import is_cjk, is_furniture, is_title
+from nearDupe.textlines import cut_comment_thread, is_cjk, is_furniture, is_title, trim_edges
 
 # Figures: F1 on the tune half of split 1 (aeb metric; EN aeb / WCXB dev articles) of each
 # value against the one chosen (EN 0.9632, WCXB 0.9109; no tail cut: 0.9621 / 0.9107).
@@ -63,6 +63,12 @@ _HEADING = re.compile(
 _URL = re.compile(r"\S+://|www\.")
 
 _SENTENCE_END = re.compile(r"[.!?。！？…]")
+
+
+def story_lines(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The lines of a story's block without what follows the story (a comment thread, a list
+    of other posts) and without the furniture at its edges."""
+    return trim_edges(cut_tail(cut_comment_thread(lines)))
 
 
 def cut_tail(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:

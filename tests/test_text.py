@@ -134,6 +134,52 @@ def test_falls_back_on_section_span_page(body: str) -> None:
     assert "版权所有" not in text
 
 
+# A product listing: readability ranks the featured item's box first; the page's <main> holds
+# every item.
+_FEATURED = [
+    "A walnut chair with a woven seat, made by hand in a small workshop, shipped flat, glued "
+    "and screwed at home in ten minutes, with every tool in the box.",
+    "A ten-year warranty covers the joints, the seat, the finish and the legs, and spare parts "
+    "are sent free, at any time, to any address.",
+]
+_ITEMS = [
+    "A solid oak desk with two drawers, cable holes and a scratch-proof finish.",
+    "Five shelves of pine, easy to assemble, for books, plants and boxes.",
+    "A light birch stool that stacks, for kitchens, studios and workshops.",
+    "A beech bench for a hall, with a shelf for shoes under its seat.",
+    "A cherry side table with one drawer and tapered legs, oiled by hand.",
+    "A maple bookcase, tall and narrow, that fits beside a door or a window.",
+]
+_LISTING_BODY = (
+    "<div class='card'><div class='info'><h3>Walnut chair</h3>"
+    + "".join(f"<p>{line}</p>" for line in _FEATURED)
+    + "</div></div>"
+    + "".join(
+        f"<div class='card'><div class='info'><h3>Item {i}</h3><p>{line}</p></div></div>"
+        for i, line in enumerate(_ITEMS)
+    )
+)
+
+
+@pytest.mark.parametrize("main", ["<main>", "<div role='main'>"])
+def test_listing_marked_main_is_read_whole(main: str) -> None:
+    end = "</" + main[1:].split(" ")[0].rstrip(">") + ">"
+    page = (
+        "<html><body><nav><a href='/'>Home</a><a href='/shop'>Shop</a></nav>"
+        f"{main}<h1>Furniture</h1>{_LISTING_BODY}{end}"
+        "<footer>Copyright 2024 Example Shop</footer></body></html>"
+    )
+    lines = extract_main_text(page).split("\n")
+    assert all(line in lines for line in _FEATURED + _ITEMS)
+    assert "Home" not in lines and "Copyright 2024 Example Shop" not in lines
+
+
+def test_listing_without_main_keeps_readability_choice() -> None:
+    # Without a marked <main>, the blocks readability leaves are other stories' teasers.
+    page = f"<html><body><div>{_LISTING_BODY}</div></body></html>"
+    assert extract_main_text(page).split("\n") == _FEATURED
+
+
 @pytest.mark.parametrize(
     "html",
     [
