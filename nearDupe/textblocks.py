@@ -28,6 +28,8 @@ _CHROME_TAGS = NON_TEXT_TAGS | {
     "footer", "form", "head", "header", "input", "title",
 }
 # fmt: on
+#: Share of the walked element's text that makes a box named like page furniture its layout.
+_LAYOUT_SHARE = 0.5
 NON_TEXT_CLASS = re.compile(r"caption|credit", re.I)
 _CHROME_CLASS = re.compile(
     r"caption|credit|nav|menu|footer|comment|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|share|social|"
@@ -59,19 +61,27 @@ def block_lines(
     root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
 ) -> list[tuple[str, float]]:
     """(text, share of it inside links) of each block of an element, in order, without the
-    skipped tags and classes/ids below it (the element itself is what the caller asked for: a
-    theme names its ``<body>`` after its layout, "right-sidebar", "fixed-menu")."""
+    skipped tags and classes/ids below it. A name says nothing of the element the caller asked
+    for, nor of one holding _LAYOUT_SHARE of its text: a theme names its layout's boxes after
+    their neighbours ("right-sidebar", "sidebar-container", "fixed-menu")."""
     parts: list[tuple[str, bool]] = []
     links = 0  # depth inside <a> elements
+    lengths: dict[lxml.html.HtmlElement, int] = {}
+
+    def named_aside(elem: lxml.html.HtmlElement) -> bool:
+        if skip_class.search(class_id(elem)) is None:
+            return False
+        if not lengths:
+            lengths.update(_text_lengths(root))
+        return lengths.get(elem, 0) < _LAYOUT_SHARE * lengths[root]
+
     walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
     for event, elem in walker:
         tag = elem.tag
         if event == "start":
             if tag == "a":
                 links += 1  # its "end" event comes even when its subtree is skipped
-            if elem is not root and (
-                tag in skip_tags or skip_class.search(class_id(elem)) is not None
-            ):
+            if elem is not root and (tag in skip_tags or named_aside(elem)):
                 walker.skip_subtree()
                 continue
             if tag in _BLOCK_TAGS:
@@ -100,6 +110,17 @@ def block_lines(
             if in_link:
                 linked += dense_length(piece)
     return lines
+
+
+def _text_lengths(root: lxml.html.HtmlElement) -> dict[lxml.html.HtmlElement, int]:
+    """Characters other than spaces in each element's text below ``root``, in one pass."""
+    lengths: dict[lxml.html.HtmlElement, int] = {}
+    for _event, elem in lxml.etree.iterwalk(root, events=("end",)):
+        length = len(SPACE.sub("", elem.text or ""))
+        for child in elem:
+            length += lengths.get(child, 0) + len(SPACE.sub("", child.tail or ""))
+        lengths[elem] = length
+    return lengths
 
 
 def text_length(elem: lxml.html.HtmlElement) -> int:

@@ -180,6 +180,23 @@ def test_listing_without_main_keeps_readability_choice() -> None:
     assert extract_main_text(page).split("\n") == _FEATURED
 
 
+def test_box_named_like_a_sidebar_that_holds_the_page_is_its_layout() -> None:
+    # A theme's layout box named after the sidebar beside the article ("sidebar-container"):
+    # readability drops it as unlikely and picks the author's box; the fallback reads it.
+    paragraphs = [f"{s} Part {i} of the report." for i in range(12) for s in ARTICLE]
+    page = (
+        "<html><body><nav><a href='/'>Home</a></nav><div class='sidebar-container'>"
+        "<div class='lr-content'>" + "".join(f"<p>{p}</p>" for p in paragraphs) + "</div>"
+        "<div class='sidebar'><p>Subscribe to our newsletter for weekly tips.</p></div></div>"
+        "<div class='author-box'><p>Jane is a writer and editor, a mentor and an open source "
+        "enthusiast, who in her spare time watches films, reads novels and cheers her team on, "
+        "whatever the weather, every weekend of the year.</p></div></body></html>"
+    )
+    lines = extract_main_text(page).split("\n")
+    assert all(p in lines for p in paragraphs)
+    assert "Subscribe to our newsletter for weekly tips." not in lines
+
+
 @pytest.mark.parametrize(
     "html",
     [
