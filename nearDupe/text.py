@@ -8,7 +8,7 @@ import lxml.etree
 import lxml.html
 
 from nearDupe.readability_text import BlockReadability
-from nearDupe.textblocks import chrome_free_lines, fallback_text, main_area
+from nearDupe.textblocks import chrome_free_lines, fallback_text, main_area, text_length
 from nearDupe.textlines import CONTROL
 from nearDupe.texttail import story_lines
 
@@ -58,13 +58,9 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             main = readability.summary(html_partial=True)
         except Exception:
             main = ""
-        area = main_area(root)
-        if area is not None:
-            marked = "\n".join(line for line, _ in story_lines(chrome_free_lines(area)))
-            if marked and (
-                not readability.found_candidate or len(main) < _MAIN_SHARE * len(marked)
-            ):
-                return marked
+        marked = _marked_text(root, main if readability.found_candidate else "")
+        if marked:
+            return marked
         if readability.found_candidate and len(main) >= _SHORT:
             return main
         fallback = fallback_text(root)
@@ -73,6 +69,17 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         return main
     except Exception:
         return ""
+
+
+def _marked_text(root: lxml.html.HtmlElement, main: str) -> str:
+    """The text of the element the page marks as its main content, when readability's text
+    ``main`` holds less than _MAIN_SHARE of it; "" otherwise."""
+    area = main_area(root)
+    # Its whole text bounds the marked text: most articles are settled without walking it.
+    if area is None or len(main) >= _MAIN_SHARE * text_length(area):
+        return ""
+    marked = "\n".join(line for line, _ in story_lines(chrome_free_lines(area)))
+    return marked if len(main) < _MAIN_SHARE * len(marked) else ""
 
 
 def _parse_html(html: str) -> lxml.html.HtmlElement | None:
