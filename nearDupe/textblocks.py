@@ -28,14 +28,14 @@ _CHROME_TAGS = NON_TEXT_TAGS | {
     "footer", "form", "head", "header", "input", "title",
 }
 # fmt: on
-#: Share of the walked element's text that makes a box named like page furniture its layout.
-_LAYOUT_SHARE = 0.5
 NON_TEXT_CLASS = re.compile(r"caption|credit", re.I)
 _CHROME_CLASS = re.compile(
     r"caption|credit|nav|menu|footer|comment|(?:^|[\s_-])ads?(?:$|[\s_-])|advert|share|social|"
     r"related|sidebar|breadcrumb|banner|copyright|recommend",
     re.I,
 )
+#: Share of the walked element's text that makes a box named like page furniture its layout.
+_LAYOUT_SHARE = 0.5
 
 
 def fallback_text(root: lxml.html.HtmlElement) -> str:
@@ -61,9 +61,9 @@ def block_lines(
     root: lxml.html.HtmlElement, skip_tags: frozenset[str], skip_class: re.Pattern[str]
 ) -> list[tuple[str, float]]:
     """(text, share of it inside links) of each block of an element, in order, without the
-    skipped tags and classes/ids below it. A name says nothing of the element the caller asked
-    for, nor of one holding _LAYOUT_SHARE of its text: a theme names its layout's boxes after
-    their neighbours ("right-sidebar", "sidebar-container", "fixed-menu")."""
+    skipped tags and classes/ids below it. A class or id says nothing of the element the
+    caller asked for, nor of a box holding _LAYOUT_SHARE of that element's text: a theme names
+    its layout's boxes after their neighbours ("right-sidebar", "sidebar-container")."""
     parts: list[tuple[str, bool]] = []
     links = 0  # depth inside <a> elements
     lengths: dict[lxml.html.HtmlElement, int] = {}
