@@ -161,12 +161,13 @@ _LISTING_BODY = (
 )
 
 
-@pytest.mark.parametrize("main", ["<main>", "<div role='main'>"])
-def test_listing_marked_main_is_read_whole(main: str) -> None:
-    end = "</" + main[1:].split(" ")[0].rstrip(">") + ">"
+@pytest.mark.parametrize(
+    ("start", "end"), [("<main>", "</main>"), ("<div role='main'>", "</div>")]
+)
+def test_listing_marked_main_is_read_whole(start: str, end: str) -> None:
     page = (
         "<html><body><nav><a href='/'>Home</a><a href='/shop'>Shop</a></nav>"
-        f"{main}<h1>Furniture</h1>{_LISTING_BODY}{end}"
+        f"{start}<h1>Furniture</h1>{_LISTING_BODY}{end}"
         "<footer>Copyright 2024 Example Shop</footer></body></html>"
     )
     lines = extract_main_text(page).split("\n")
