@@ -10,7 +10,14 @@ import lxml.html
 from readability import Document
 from readability.readability import REGEXES
 
-from nearDupe.textblocks import NON_TEXT_CLASS, NON_TEXT_TAGS, block_lines, class_id, text_length
+from nearDupe.textblocks import (
+    NON_TEXT_CLASS,
+    NON_TEXT_TAGS,
+    block_lines,
+    class_id,
+    lines_text,
+    text_length,
+)
 from nearDupe.textlines import (
     BOX_MAX_CHARS,
     SPACE,
@@ -139,7 +146,7 @@ class BlockReadability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = block_lines(self.html, NON_TEXT_TAGS | {"h1"}, NON_TEXT_CLASS)
-        return "\n".join(line for line, _ in story_lines(lines))
+        return lines_text(story_lines(lines))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.

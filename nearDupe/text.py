@@ -8,7 +8,13 @@ import lxml.etree
 import lxml.html
 
 from nearDupe.readability_text import BlockReadability
-from nearDupe.textblocks import chrome_free_lines, fallback_text, main_area, text_length
+from nearDupe.textblocks import (
+    chrome_free_lines,
+    fallback_text,
+    lines_text,
+    main_area,
+    text_length,
+)
 from nearDupe.textlines import CONTROL
 from nearDupe.texttail import story_lines
 
@@ -78,7 +84,7 @@ def _marked_text(root: lxml.html.HtmlElement, main: str) -> str:
     # Its whole text bounds the marked text: most articles are settled without walking it.
     if area is None or len(main) >= _MAIN_SHARE * text_length(area):
         return ""
-    marked = "\n".join(line for line, _ in story_lines(chrome_free_lines(area)))
+    marked = lines_text(story_lines(chrome_free_lines(area)))
     return marked if len(main) < _MAIN_SHARE * len(marked) else ""
 
 

@@ -41,7 +41,12 @@ _LAYOUT_SHARE = 0.5
 def fallback_text(root: lxml.html.HtmlElement) -> str:
     """Visible body text without navigation, footers, forms, comments, ads and share widgets."""
     body = root.find("body")
-    return "\n".join(line for line, _ in chrome_free_lines(body if body is not None else root))
+    return lines_text(chrome_free_lines(body if body is not None else root))
+
+
+def lines_text(lines: list[tuple[str, float]]) -> str:
+    """The text of :func:`block_lines`' lines, one per line."""
+    return "\n".join(line for line, _ in lines)
 
 
 def main_area(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
@@ -73,7 +78,7 @@ def block_lines(
             return False
         if not lengths:
             lengths.update(_text_lengths(root))
-        return lengths.get(elem, 0) < _LAYOUT_SHARE * lengths[root]
+        return lengths[elem] < _LAYOUT_SHARE * lengths[root]
 
     walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
     for event, elem in walker:
@@ -113,7 +118,8 @@ def block_lines(
 
 
 def _text_lengths(root: lxml.html.HtmlElement) -> dict[lxml.html.HtmlElement, int]:
-    """Characters other than spaces in each element's text below ``root``, in one pass."""
+    """Characters of each element's text below ``root`` (runs of spaces left out), in one
+    pass."""
     lengths: dict[lxml.html.HtmlElement, int] = {}
     for _event, elem in lxml.etree.iterwalk(root, events=("end",)):
         length = len(SPACE.sub("", elem.text or ""))
