@@ -61,6 +61,8 @@ class BlockReadability(Document):
     """readability-lxml that counts CJK commas and returns block-aware text, not HTML."""
 
     found_candidate = False
+    #: The page is a discussion (nearDupe.text._DISCUSSION): its thread is its content.
+    discussion = False
     _rivals: Sequence[lxml.html.HtmlElement] = ()
 
     def _parse(self, input: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
@@ -146,7 +148,7 @@ class BlockReadability(Document):
     def get_clean_html(self) -> str:
         _drop_furniture_blocks(self.html)
         lines = block_lines(self.html, NON_TEXT_TAGS | {"h1"}, NON_TEXT_CLASS)
-        return lines_text(story_lines(lines))
+        return lines_text(story_lines(lines, discussion=self.discussion))
 
     def score_paragraphs(self) -> dict:
         # readability's own scoring, except that it counts CJK commas too.

@@ -46,6 +46,10 @@ _MAIN_SHARE = 0.5
 _SHORT = 500
 _MIN_SHARE = 0.03
 
+#: A page whose structured data (schema.org microdata or JSON-LD) calls it a forum thread or a
+#: question with its answers: its replies are its content, not a comment thread under it.
+_DISCUSSION = re.compile(r"DiscussionForumPosting|QAPage")
+
 #: readability retries without dropping unlikely candidates (comments, sidebars, footers) when
 #: its first pass kept less than retry_length characters of HTML (250); here the pass returns
 #: text, which is shorter than its HTML: 250 characters of it are a short article, not a failed
@@ -56,15 +60,19 @@ _RETRY_LENGTH = 100
 def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The main article text of a decoded HTML page, one text block per line ("" if none)."""
     try:
-        root = _parse_html(html[:max_chars])
+        html = html[:max_chars]
+        root = _parse_html(html)
         if root is None:
             return ""
         readability = BlockReadability(root, retry_length=_RETRY_LENGTH)
+        readability.discussion = _DISCUSSION.search(html) is not None
         try:
             main = readability.summary(html_partial=True)
         except Exception:
             main = ""
-        marked = _marked_text(root, main if readability.found_candidate else "")
+        marked = _marked_text(
+            root, main if readability.found_candidate else "", readability.discussion
+        )
         if marked:
             return marked
         if readability.found_candidate and len(main) >= _SHORT:
@@ -77,14 +85,15 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         return ""
 
 
-def _marked_text(root: lxml.html.HtmlElement, main: str) -> str:
-    """The text of the element the page marks as its main content, when readability's text
-    ``main`` holds less than _MAIN_SHARE of it; "" otherwise."""
+def _marked_text(root: lxml.html.HtmlElement, main: str, discussion: bool) -> str:
+    """The text of the element the page marks as its main content (a ``discussion``'s posts
+    included), when readability's text ``main`` holds less than _MAIN_SHARE of it; ""
+    otherwise."""
     area = main_area(root)
     # Its whole text bounds the marked text: most articles are settled without walking it.
     if area is None or len(main) >= _MAIN_SHARE * text_length(area):
         return ""
-    marked = lines_text(story_lines(chrome_free_lines(area)))
+    marked = lines_text(story_lines(chrome_free_lines(area), discussion=discussion))
     return marked if len(main) < _MAIN_SHARE * len(marked) else ""
 
 

@@ -65,10 +65,13 @@ _URL = re.compile(r"\S+://|www\.")
 _SENTENCE_END = re.compile(r"[.!?。！？…]")
 
 
-def story_lines(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The lines of a story's block without what follows the story (a comment thread, a list
-    of other posts) and without the furniture at its edges."""
-    return trim_edges(cut_tail(cut_comment_thread(lines)))
+def story_lines(
+    lines: list[tuple[str, float]], *, discussion: bool = False
+) -> list[tuple[str, float]]:
+    """The lines of a story's block without what follows the story (a comment thread, unless
+    the page is a ``discussion``, whose posts are its content; a list of other posts) and
+    without the furniture at its edges."""
+    return trim_edges(cut_tail(lines if discussion else cut_comment_thread(lines)))
 
 
 def cut_tail(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:

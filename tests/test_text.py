@@ -505,6 +505,24 @@ def test_english_comment_stamps_are_recognised() -> None:
     assert text == ARTICLE[0]
 
 
+@pytest.mark.parametrize(
+    "declaration",
+    [
+        '<script type="application/ld+json">{"@type": "DiscussionForumPosting"}</script>',
+        '<div itemscope itemtype="https://schema.org/QAPage"></div>',
+    ],
+)
+def test_a_discussion_keeps_its_replies(declaration: str) -> None:
+    # A page whose structured data calls it a forum thread or a question with its answers: the
+    # replies are its content, where under an article they would be cut.
+    stamps = [f"Reply · Jan. {i + 3}, 2019 at 3:0{i} p.m." for i in range(3)]
+    replies = [f"I agree with the writer on this point, thanks. {s}" for s in ARTICLE]
+    page = _page_with_thread(ARTICLE[0], stamps, replies).replace("<body>", declaration + "<body>")
+    text = extract_main_text(page)
+    assert text.startswith(ARTICLE[0])
+    assert all(reply in text for reply in replies)
+
+
 def test_a_timeline_of_days_is_not_a_comment_thread() -> None:
     # Dated lines without a time of day are the article's own (a timeline), never cut.
     days = [f"2019年{i}月{i + 10}日" for i in range(1, 5)]
