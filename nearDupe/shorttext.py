@@ -43,6 +43,16 @@ _SENTENCE_SEED = 0x6E64_7365_6E74_656E
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n|(?<=\.)\s")
 
 
+#: Clause breaks inside a Chinese or Japanese sentence (commas, enumeration commas, colons).
+#: A short Chinese article is often one or two long sentences: a one-character typo would
+#: change its only sentence, while its clauses stay.
+_CLAUSE_END = re.compile(r"(?<=[，、：])")
+#: A sentence of fewer letters is kept whole: two different one-sentence texts share clauses
+#: verbatim (PAWS-X pairs of different texts: 19 of 1,916 joined at 40, 3 at 60, none from
+#: 65). Short syndicated Chinese briefs with one edit are caught 0.903 -> 0.958 at 70 (a
+#: typo 0.746 -> 0.915).
+CLAUSE_SENTENCE_LETTERS = 70
+
 #: A sentence ends with one of these (then perhaps closing quotes or brackets). A line
 #: without (a headline, a menu item, a caption) is not one: two listing pages sharing
 #: headlines are not copies.
@@ -51,15 +61,33 @@ _FINAL = re.compile(r"[.。！？!?；;…][\"'”’»)）」』]*\s*$")
 
 def sentences(text: str) -> Sentences:
     """The distinct normalized sentences of ``text`` (ending as sentences end) of at least
-    SENTENCE_MIN_LETTERS letters, at most PROBE_SENTENCES of them (the smallest hashes)."""
+    SENTENCE_MIN_LETTERS letters, those of CLAUSE_SENTENCE_LETTERS or more cut into their
+    clauses (see _CLAUSE_END); at most PROBE_SENTENCES of them (the smallest hashes)."""
     found: dict[int, int] = {}
     for part in _SENTENCE_END.split(text):
         norm = normalize(part) if part and _FINAL.search(part) else ""
-        if len(norm) >= SENTENCE_MIN_LETTERS:
-            found[xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
-                norm
+        if len(norm) < SENTENCE_MIN_LETTERS:
+            continue
+        for unit in _clauses(part) if len(norm) >= CLAUSE_SENTENCE_LETTERS else [norm]:
+            found[xxh3_64_intdigest(unit.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
+                unit
             )
     return tuple(sorted(found.items())[:PROBE_SENTENCES])
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence's clauses, normalized: its parts between _CLAUSE_END, each of fewer than
+    SENTENCE_MIN_LETTERS letters joined to the next (the last to the one before)."""
+    clauses: list[str] = []
+    pending = ""
+    for part in _CLAUSE_END.split(sentence):
+        pending += normalize(part)
+        if len(pending) >= SENTENCE_MIN_LETTERS:
+            clauses.append(pending)
+            pending = ""
+    if pending and clauses:
+        clauses[-1] += pending
+    return clauses
 
 
 def letters(page: Sentences) -> int:

@@ -133,6 +133,42 @@ def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: 
     assert f"near-duplicate of {kept['url']} (its sentences)" in result.log
 
 
+def test_one_sentence_chinese_brief_with_a_typo_is_dropped_by_its_clauses(tmp_path: Path) -> None:
+    """A Chinese brief of one long sentence and its copy with one character changed: the exact
+    hash and the only sentence differ, the clauses are shared. A brief sharing one stock
+    clause with it is kept."""
+    from tests.mockserver import Page
+    from tests.site import TEMPLATES
+
+    brief = (
+        "市图书馆昨天宣布，总投资约三亿元的新馆将于下月一日正式对外开放，馆内共设阅览座位八百个，"
+        "纸质藏书超过六十万册，另有电子期刊两万余种，还专门设置了儿童阅读区和自习室，"
+        "开放时间为每天上午九点到晚上九点，市民凭身份证即可免费办理借书证。"
+    )
+    typo = brief.replace("六十万册", "六十万删")
+    other = (
+        "市体育中心昨天宣布，游泳馆经过三个月的改造将于下周一重新开放，馆内更换了全部水处理设备，"
+        "新增了恒温训练池和无障碍更衣室，开放时间为每天上午九点到晚上九点，年卡价格保持不变。"
+    )
+    html = {
+        "/ledger/brief.html": TEMPLATES[0].render("新馆开放", [brief], 12, "2024-05-01"),
+        "/metro/brief.html": TEMPLATES[1].render("新馆开放", [typo], 345, "5月2日"),
+        "/courier/brief.html": TEMPLATES[2].render("游泳馆开放", [other], 7, "今天"),
+    }
+    pages = {path: Page(page.encode()) for path, page in html.items()}
+    links = "".join(f'<a href="{p}">{p}</a> ' for p in html)
+    pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
+    with MockServer(pages) as server:
+        result = run_crawl(tmp_path, ["crawl", "pages", "-a", f"start_url={server.url}/"])
+    assert result.returncode == 0, result.log[-3000:]
+    decisions = result.decisions()
+    first, copy, different = (decisions[server.url + p] for p in html)
+    assert different["decision"] == "kept", different
+    kept, dropped = sorted((first, copy), key=lambda line: line["decision"] != "kept")
+    assert (kept["decision"], dropped["decision"]) == ("kept", "dropped"), (first, copy)
+    assert (dropped["reason"], dropped["duplicate_of"]) == ("shared-sentences", kept["url"])
+
+
 @pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
 def test_a_page_fetched_twice_in_one_crawl_is_stored_once(backend: str, tmp_path: Path) -> None:
     """The tutorial's spider fetches its start URL again from the first link back to it: the
