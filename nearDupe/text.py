@@ -46,9 +46,10 @@ _MAIN_SHARE = 0.5
 _SHORT = 500
 _MIN_SHARE = 0.03
 
-#: A page whose structured data (schema.org microdata or JSON-LD) calls it a forum thread or a
-#: question with its answers: its replies are its content, not a comment thread under it.
-_DISCUSSION = re.compile(r"DiscussionForumPosting|QAPage")
+#: A page whose structured data (schema.org microdata or JSON-LD) names one of these types is a
+#: forum thread or a question with its answers: its replies are its content, not a comment
+#: thread under it. (Plain substring tests: a regular expression took 9 ms on a 2 MB page.)
+_DISCUSSION = ("DiscussionForumPosting", "QAPage")
 
 #: readability retries without dropping unlikely candidates (comments, sidebars, footers) when
 #: its first pass kept less than retry_length characters of HTML (250); here the pass returns
@@ -65,7 +66,7 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         if root is None:
             return ""
         readability = BlockReadability(root, retry_length=_RETRY_LENGTH)
-        readability.discussion = _DISCUSSION.search(html) is not None
+        readability.discussion = any(name in html for name in _DISCUSSION)
         try:
             main = readability.summary(html_partial=True)
         except Exception:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawl import run_crawl
+from tests.crawl import CrawlResult, run_crawl
 from tests.mockserver import MockServer
 from tests.redis_server import RedisServer, require_redis
 from tests.site import build_site
@@ -96,26 +96,26 @@ def test_disabled_plugin_is_not_configured(site, tmp_path: Path) -> None:
     assert len(result.items) == 11  # every HTML page: 9 articles, the home page, a tiny one
 
 
-def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: Path) -> None:
-    """A brief under 200 letters and its copy with a sentence added: no fingerprint joins
-    them (the brief is decided by an exact hash), their shared sentences do. A brief of the
-    same words in another order is kept."""
+def _brief_crawl(
+    tmp_path: Path, titles: tuple[str, str, str], bodies: tuple[list[str], list[str], list[str]]
+) -> tuple[CrawlResult, dict, dict]:
+    """Crawl a brief, its copy and another brief (title and paragraphs each), each in another
+    site's template: the first two's decisions, kept one first, after checking that one of
+    them was dropped and the other brief kept."""
     from tests.mockserver import Page
     from tests.site import TEMPLATES
 
-    brief = [
-        "The city council approved the harbor budget on Monday evening.",
-        "Ferries will run every twenty minutes from June.",
-    ]
-    added = [*brief, "Critics said the vote was rushed."]
-    shuffled = [
-        "The harbor council approved the city budget on Monday evening.",
-        "Ferries will run from June every twenty minutes.",
-    ]
     html = {
-        "/ledger/brief.html": TEMPLATES[0].render("Harbor vote", brief, 12, "2024-05-01"),
-        "/metro/brief.html": TEMPLATES[1].render("Harbor vote", added, 345, "May 2"),
-        "/courier/brief.html": TEMPLATES[2].render("Harbor vote", shuffled, 7, "today"),
+        f"/{site}/brief.html": template.render(title, body, views, stamp)
+        for site, template, title, body, views, stamp in zip(
+            ("ledger", "metro", "courier"),
+            TEMPLATES[:3],
+            titles,
+            bodies,
+            (12, 345, 7),
+            ("2024-05-01", "May 2", "today"),
+            strict=True,
+        )
     }
     pages = {path: Page(page.encode()) for path, page in html.items()}
     links = "".join(f'<a href="{p}">{p}</a> ' for p in html)
@@ -128,6 +128,23 @@ def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: 
     assert other["decision"] == "kept", other
     kept, dropped = sorted((first, copy), key=lambda line: line["decision"] != "kept")
     assert (kept["decision"], dropped["decision"]) == ("kept", "dropped"), (first, copy)
+    return result, kept, dropped
+
+
+def test_short_copy_with_a_sentence_added_is_dropped_by_its_sentences(tmp_path: Path) -> None:
+    """A brief under 200 letters and its copy with a sentence added: no fingerprint joins
+    them (the brief is decided by an exact hash), their shared sentences do. A brief of the
+    same words in another order is kept."""
+    brief = [
+        "The city council approved the harbor budget on Monday evening.",
+        "Ferries will run every twenty minutes from June.",
+    ]
+    added = [*brief, "Critics said the vote was rushed."]
+    shuffled = [
+        "The harbor council approved the city budget on Monday evening.",
+        "Ferries will run from June every twenty minutes.",
+    ]
+    result, kept, dropped = _brief_crawl(tmp_path, ("Harbor vote",) * 3, (brief, added, shuffled))
     assert dropped["duplicate_of"] == kept["url"]
     assert (dropped["reason"], dropped["distance"]) == ("shared-sentences", None)
     assert f"near-duplicate of {kept['url']} (its sentences)" in result.log
@@ -137,9 +154,6 @@ def test_one_sentence_chinese_brief_with_a_typo_is_dropped_by_its_clauses(tmp_pa
     """A Chinese brief of one long sentence and its copy with one character changed: the exact
     hash and the only sentence differ, the clauses are shared. A brief sharing one stock
     clause with it is kept."""
-    from tests.mockserver import Page
-    from tests.site import TEMPLATES
-
     brief = (
         "市图书馆昨天宣布，总投资约三亿元的新馆将于下月一日正式对外开放，馆内共设阅览座位八百个，"
         "纸质藏书超过六十万册，另有电子期刊两万余种，还专门设置了儿童阅读区和自习室，"
@@ -150,22 +164,8 @@ def test_one_sentence_chinese_brief_with_a_typo_is_dropped_by_its_clauses(tmp_pa
         "市体育中心昨天宣布，游泳馆经过三个月的改造将于下周一重新开放，馆内更换了全部水处理设备，"
         "新增了恒温训练池和无障碍更衣室，开放时间为每天上午九点到晚上九点，年卡价格保持不变。"
     )
-    html = {
-        "/ledger/brief.html": TEMPLATES[0].render("新馆开放", [brief], 12, "2024-05-01"),
-        "/metro/brief.html": TEMPLATES[1].render("新馆开放", [typo], 345, "5月2日"),
-        "/courier/brief.html": TEMPLATES[2].render("游泳馆开放", [other], 7, "今天"),
-    }
-    pages = {path: Page(page.encode()) for path, page in html.items()}
-    links = "".join(f'<a href="{p}">{p}</a> ' for p in html)
-    pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
-    with MockServer(pages) as server:
-        result = run_crawl(tmp_path, ["crawl", "pages", "-a", f"start_url={server.url}/"])
-    assert result.returncode == 0, result.log[-3000:]
-    decisions = result.decisions()
-    first, copy, different = (decisions[server.url + p] for p in html)
-    assert different["decision"] == "kept", different
-    kept, dropped = sorted((first, copy), key=lambda line: line["decision"] != "kept")
-    assert (kept["decision"], dropped["decision"]) == ("kept", "dropped"), (first, copy)
+    titles = ("新馆开放", "新馆开放", "游泳馆开放")
+    _result, kept, dropped = _brief_crawl(tmp_path, titles, ([brief], [typo], [other]))
     assert (dropped["reason"], dropped["duplicate_of"]) == ("shared-sentences", kept["url"])
 
 
