@@ -1,0 +1,45 @@
+"""Tests for nearDupe.shorttext: the sentences a page is matched by."""
+
+from __future__ import annotations
+
+from nearDupe.shorttext import CLAUSE_SENTENCE_LETTERS, normalize, sentences
+
+LONG = (
+    "市图书馆昨天宣布，总投资约三亿元的新馆将于下月一日正式对外开放，馆内共设阅览座位八百个，"
+    "纸质藏书超过六十万册，开放时间为每天上午九点到晚上九点，市民凭身份证即可免费办理借书证。"
+)
+
+
+def _letters(text: str) -> list[int]:
+    return sorted(n for _, n in sentences(text))
+
+
+def test_a_long_chinese_sentence_counts_as_its_clauses() -> None:
+    assert len(normalize(LONG)) >= CLAUSE_SENTENCE_LETTERS
+    clauses = [normalize(c) for c in LONG.split("，")]
+    assert _letters(LONG) == sorted(map(len, clauses))
+    typo = sentences(LONG.replace("六十万册", "六十万删"))
+    assert len(set(sentences(LONG)) & set(typo)) == len(clauses) - 1
+
+
+def test_a_short_clause_joins_the_next_and_a_short_last_one_the_one_before() -> None:
+    sentence = (
+        "今天晴，气温二十五度左右的天气适合出门散步和锻炼身体，下午三点起城区东部和南部可能有短时阵雨，"
+        "请注意，市民出门时最好带上雨具以免被淋湿，晚间转多云，明天。"
+    )
+    assert len(normalize(sentence)) >= CLAUSE_SENTENCE_LETTERS
+    got = _letters(sentence)
+    # "今天晴" (3) and "请注意" (3) join the clauses after them; "晚间转多云" (5) and "明天" (2)
+    # stay under 8 letters together and join the clause before them.
+    assert sum(got) == len(normalize(sentence))
+    assert got == sorted([3 + 22, 19, 3 + 16 + 5 + 2])
+
+
+def test_short_sentences_and_latin_commas_stay_whole() -> None:
+    short = "今天晴，气温二十五度，适合出门。"
+    assert _letters(short) == [len(normalize(short))]
+    english = (
+        "The council approved the budget on Monday, and the ferries, which were late all "
+        "winter, will run every twenty minutes from June."
+    )
+    assert _letters(english) == [len(normalize(english))]
