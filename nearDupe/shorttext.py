@@ -65,23 +65,26 @@ def sentences(text: str) -> Sentences:
     clauses (see _CLAUSE_END); at most PROBE_SENTENCES of them (the smallest hashes)."""
     found: dict[int, int] = {}
     for part in _SENTENCE_END.split(text):
-        norm = normalize(part) if part and _FINAL.search(part) else ""
+        if not part or not _FINAL.search(part):
+            continue
+        pieces = [normalize(piece) for piece in _CLAUSE_END.split(part)]
+        norm = "".join(pieces)
         if len(norm) < SENTENCE_MIN_LETTERS:
             continue
-        for unit in _clauses(part) if len(norm) >= CLAUSE_SENTENCE_LETTERS else [norm]:
+        for unit in _clauses(pieces) if len(norm) >= CLAUSE_SENTENCE_LETTERS else [norm]:
             found[xxh3_64_intdigest(unit.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
                 unit
             )
     return tuple(sorted(found.items())[:PROBE_SENTENCES])
 
 
-def _clauses(sentence: str) -> list[str]:
-    """A sentence's clauses, normalized: its parts between _CLAUSE_END, each of fewer than
-    SENTENCE_MIN_LETTERS letters joined to the next (the last to the one before)."""
+def _clauses(pieces: list[str]) -> list[str]:
+    """A sentence's clauses from its normalized parts between _CLAUSE_END: each part of fewer
+    than SENTENCE_MIN_LETTERS letters joined to the next (the last to the one before)."""
     clauses: list[str] = []
     pending = ""
-    for part in _CLAUSE_END.split(sentence):
-        pending += normalize(part)
+    for piece in pieces:
+        pending += piece
         if len(pending) >= SENTENCE_MIN_LETTERS:
             clauses.append(pending)
             pending = ""
