@@ -30,7 +30,7 @@ import random
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -87,6 +87,8 @@ class Tally:
     lost_at_0: int = 0
     lost: int = 0
     template_text: int = 0
+    #: Pages analysed again at their decision (their young site taught more meanwhile).
+    rechecked: int = 0
     per_template: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     #: i-th page of a site -> shares of its letters left out as template.
     curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -122,8 +124,34 @@ def opened(header: IndexHeader, redis_url: str | None) -> Iterator[Callable[...,
         loop.close()
 
 
-def crawl(cases, texts, headlines, order, rule, learn: bool, redis_url: str | None) -> Tally:
-    """Crawl the pages in ``order`` through a fresh index; score every decision."""
+def by_site(order: list[int], cases, seed: int) -> list[int]:
+    """``order`` regrouped as a crawl meets sites: each site's pages together, the sites in a
+    seeded random order."""
+    pages: dict[str, list[int]] = defaultdict(list)
+    for i in order:
+        pages[cases.pages[i].template].append(i)
+    sites = list(pages)
+    random.Random(seed).shuffle(sites)
+    return [i for site in sites for i in pages[site]]
+
+
+def crawl(
+    cases,
+    texts,
+    headlines,
+    order,
+    rule,
+    learn: bool,
+    redis_url: str | None,
+    in_flight: int = 0,
+    recheck: bool = True,
+) -> Tally:
+    """Crawl the pages in ``order`` through a fresh index; score every decision.
+
+    ``in_flight`` pages are analysed ahead of their decision (with what their site had taught
+    by then), as a crawl's concurrent responses are; a young site's page is analysed again at
+    its decision when its site taught more of its lines meanwhile, unless ``recheck`` is off.
+    """
     k, confirm_k, design, every_page = rule
     pages = cases.pages
     tally = Tally()
@@ -133,14 +161,33 @@ def crawl(cases, texts, headlines, order, rule, learn: bool, redis_url: str | No
     article_of: dict[str, str] = {}
     features = FeatureSettings()
     header = IndexHeader.for_settings(design, k, features, confirm_k)
-    with opened(header, redis_url) as check_and_add:
+
+    def template_of(site: str) -> SiteTemplate:
+        return SiteTemplate(dict(books[site])) if learn else SiteTemplate()
+
+    def analysed() -> Iterator[tuple[int, SiteTemplate, Analysis]]:
+        waiting: deque[tuple[int, SiteTemplate, Analysis]] = deque()
         for i in order:
+            template = template_of(pages[i].template)
+            identity = identity_of(headlines[i], f"http://{i}/")
+            analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
+            waiting.append((i, template, analysis))
+            if len(waiting) > in_flight:
+                yield waiting.popleft()
+        yield from waiting
+
+    with opened(header, redis_url) as check_and_add:
+        for i, template, analysis in analysed():
             page = pages[i]
             site = page.template
             url = f"http://{i}/"
-            template = SiteTemplate(dict(books[site])) if learn else SiteTemplate()
-            identity = identity_of(headlines[i], url)
-            analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
+            identity = analysis.identity
+            now = template_of(site)
+            if recheck and analysis.recheck is not None and analysis.outdated(now):
+                tally.rechecked += 1
+                again = analysis.recheck
+                analysis = analyze_text(again.text, 200, features, now, identity, again.headline)
+                template = now
             n = seen_in_site[site]
             seen_in_site[site] += 1
             if n < FIRST_PAGES:
@@ -205,6 +252,15 @@ def main() -> None:
     parser.add_argument("--rules", nargs="+", choices=list(RULES), default=["default", "k10"])
     parser.add_argument("--redis", action="store_true", help="a Redis index (started here)")
     parser.add_argument(
+        "--in-flight", type=int, default=0, help="pages analysed ahead of their decision"
+    )
+    parser.add_argument(
+        "--by-site", action="store_true", help="each site's pages together, as a crawl meets them"
+    )
+    parser.add_argument(
+        "--no-recheck", action="store_true", help="pages analysed once, never again (before)"
+    )
+    parser.add_argument(
         "--sample", type=int, help="sentences a long page is recorded under (0: all)"
     )
     args = parser.parse_args()
@@ -228,12 +284,18 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
     started = time.perf_counter()
     modes = [False] if args.no_learning else [False, True]
     backend = ", Redis" if redis_url else ""
-    print(f"# A crawl of the {args.half} half of the template sites\n")
+    crawl_order = "each site's pages together" if args.by_site else "pages in a random order"
+    print(
+        f"# A crawl of the {args.half} half of the template sites: {crawl_order}, "
+        f"{args.in_flight} analysed ahead of their decision"
+        f"{', never analysed again' if args.no_recheck else ''}\n"
+    )
     print(
         "| split seed | backend | sites learned | EN P / R | ZH P / R | EN R per template: "
-        "mean / worst | ZH R per template: mean / worst | lost (at distance 0) | template-text |"
+        "mean / worst | ZH R per template: mean / worst | lost (at distance 0) | template-text "
+        "| analysed again |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     curves: dict[int, list[float]] = defaultdict(list)
     for seed in args.seeds:
         cases = build_cases(
@@ -248,10 +310,22 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
         headlines = [headline for _, headline in extracted]
         order = list(range(len(cases.pages)))
         random.Random(seed).shuffle(order)
+        if args.by_site:
+            order = by_site(order, cases, seed)
         for name in args.rules:
             k = RULES[name][0]
             for learn in modes:
-                t = crawl(cases, texts, headlines, order, RULES[name], learn, redis_url)
+                t = crawl(
+                    cases,
+                    texts,
+                    headlines,
+                    order,
+                    RULES[name],
+                    learn,
+                    redis_url,
+                    args.in_flight,
+                    not args.no_recheck,
+                )
                 cells = []
                 for lang in ("en", "zh"):
                     p = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0
@@ -268,7 +342,8 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
                     cells.append(f"{mean:.3f} / {low:.3f}")
                 print(
                     f"| {seed} | {name} (k={k}){backend} | {'yes' if learn else 'no'} | "
-                    f"{' | '.join(cells)} | {t.lost} ({t.lost_at_0}) | {t.template_text} |"
+                    f"{' | '.join(cells)} | {t.lost} ({t.lost_at_0}) | {t.template_text} | "
+                    f"{t.rechecked} |"
                 )
                 if learn:
                     for n, shares in t.curve.items():

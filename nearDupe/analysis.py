@@ -25,10 +25,22 @@ META_KEY = "neardupe"
 
 
 @dataclass(frozen=True)
+class Recheck:
+    """What a page of a young site (sitetemplate.YOUNG_STORIES) needs to be analysed again at
+    its decision: its site may have taught more of its lines while it waited."""
+
+    text: str
+    headline: str
+    #: How many of the page's lines were its site's template when it was analysed.
+    known: int
+
+
+@dataclass(frozen=True)
 class Analysis:
     """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted.
 
-    It is all the crawl needs of a page (the text stays in the worker that extracted it)."""
+    It is all the crawl needs of a page (the text stays in the worker that extracted it, unless
+    its site is young: see :class:`Recheck`)."""
 
     fingerprint: int | None
     skip_reason: str | None = None
@@ -43,6 +55,14 @@ class Analysis:
     #: once the page is decided (see sitetemplate.py).
     lines: tuple[int, ...] = ()
     identity: int = 0
+    recheck: Recheck | None = None
+
+    def outdated(self, site: SiteTemplate) -> bool:
+        """Whether ``site`` now knows more of this young site's page's lines as its template
+        than when the page was analysed (then analyse its text again)."""
+        return self.recheck is not None and site.known(self.lines, self.identity) > (
+            self.recheck.known
+        )
 
 
 def language_of(text: str) -> str:
@@ -70,14 +90,18 @@ def analyze_text(
     Every page also keeps its sentences, matching a page with which it shares enough of them
     (a copy with a paragraph cut or added, beyond the fingerprint's k). Tiny pages (a heading,
     "Contact us", a "please enable JavaScript" shell) are not judged at all, nor is text
-    mostly seen on the site's other pages (``template-text``).
+    mostly seen on the site's other pages (``template-text``). A fingerprinted page of a young
+    ``site`` carries what it needs to be analysed again (:class:`Recheck`).
     """
     stripped = strip_template(text.strip(), identity, site or SiteTemplate(), headline)
     if stripped.template_text:
         analysis = Analysis(None, "template-text")
     else:
         analysis = _fingerprint(stripped.text.strip(), min_length, features)
-    return replace(analysis, lines=stripped.lines, identity=identity)
+    recheck = None
+    if site is not None and analysis.fingerprint is not None and site.young():
+        recheck = Recheck(text, headline, site.known(stripped.lines, identity))
+    return replace(analysis, lines=stripped.lines, identity=identity, recheck=recheck)
 
 
 def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analysis:

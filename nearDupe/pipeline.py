@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
 
 from nearDupe import gcfreeze
 from nearDupe.analysis import Analysis, analyze_text
@@ -54,6 +54,8 @@ class NearDupePipeline:
         # Decisions by page (URL, fingerprint, Analysis.page): one per response or item text.
         self._decided: OrderedDict[tuple[str, int, int], Decision] = OrderedDict()
         self._deciding: dict[tuple[str, int, int], list[Deferred[Decision]]] = {}
+        # Young sites (sitetemplate.YOUNG_STORIES) whose pages are being decided, one at a time.
+        self._young_sites: dict[str, DeferredLock] = {}
         self._backlog = Backlog(pending_path(self.config.index, self.config.index_name))
         self._down_until = 0.0
         self._frozen = False
@@ -147,11 +149,53 @@ class NearDupePipeline:
             analysis = await self._analyze_field(adapter, analysis)
         if analysis is None:
             return Decision(url, "skipped", reason="no-page")
+        if analysis.recheck is None:
+            return await self._judge(url, analysis)
+        # A young site's pages are decided one at a time, each with what the ones before taught.
+        host = site_of(url)
+        turn = self._young_sites.setdefault(host, DeferredLock())
+        await maybe_deferred_to_future(turn.acquire())
+        try:
+            return await self._judge(url, await self._rechecked(url, analysis))
+        finally:
+            turn.release()
+            if not turn.locked:
+                del self._young_sites[host]
+
+    async def _judge(self, url: str, analysis: Analysis) -> Decision:
+        """The decision for a page's analysis: skipped unless fingerprinted, else the index's."""
         if analysis.skip_reason or analysis.fingerprint is None:
             if analysis.skip_reason == "template-text":
                 await self._learn(url, analysis)
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
         return await self._page_decision(url, analysis)
+
+    async def _rechecked(self, url: str, analysis: Analysis) -> Analysis:
+        """A young site's page analysed again when its site taught more of its lines while it
+        waited: a crawl analyses a new site's first pages at once, before any is decided."""
+        if analysis.recheck is None or self.store is None:
+            return analysis
+        try:
+            site = await self.store.site_template(site_of(url))
+            if not analysis.outdated(site):
+                return analysis
+            again = await self._state.pool.run(
+                analyze_within,
+                self.config.analysis_timeout,
+                analyze_text,
+                analysis.recheck.text,
+                self.config.min_text_length,
+                self.config.features,
+                site,
+                analysis.identity,
+                analysis.recheck.headline,
+            )
+        except (Exception, AnalysisTimeout) as exc:  # an aid: the first analysis stands
+            self.stats.inc_value("neardupe/site_errors")
+            logger.debug("nearDupe: %s was not analysed again: %s", url, exc)
+            return analysis
+        self.stats.inc_value("neardupe/rechecked")
+        return replace(again, page=analysis.page)
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None

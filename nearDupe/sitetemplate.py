@@ -14,7 +14,7 @@ from __future__ import annotations
 import html as html_lib
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -42,6 +42,10 @@ LINE_TITLES = TEMPLATE_PAGES + 1
 SITE_LINES = 256
 #: Lines of one page that are counted: a page of more lines is a listing or a dump.
 PAGE_LINES = 400
+#: A site is young until its pages taught this many stories: a crawl analyses a new site's
+#: first pages at once, before any is decided, so each is analysed again at its decision if
+#: its site taught more of its lines while it waited (a page of a young site carries its text).
+YOUNG_STORIES = 4
 
 _SEED = 0x6E64_7369_7465_6C6E
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
@@ -125,6 +129,25 @@ class SiteTemplate:
         titles = self.lines.get(line, ())
         return len(titles) - (identity in titles)
 
+    def is_template(self, line: int, identity: int) -> bool:
+        """Whether a line of a page of ``identity`` is its site's template: seen on
+        TEMPLATE_PAGES other stories."""
+        return self.others(line, identity) >= TEMPLATE_PAGES
+
+    def known(self, lines: Iterable[int], identity: int) -> int:
+        """How many of the ``lines`` of a page of ``identity`` are its site's template."""
+        return sum(self.is_template(line, identity) for line in lines)
+
+    def young(self) -> bool:
+        """Whether the site's pages taught fewer than YOUNG_STORIES stories (as far as the
+        lines remembered tell)."""
+        stories: set[int] = set()
+        for titles in self.lines.values():
+            stories.update(titles)
+            if len(stories) >= YOUNG_STORIES:
+                return False
+        return True
+
 
 @dataclass(frozen=True)
 class Stripped:
@@ -155,9 +178,8 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
             continue
         h, letters = hashed
         hashes.append(h)
-        others = site.others(h, identity)
-        most = max(most, others)
-        if others >= TEMPLATE_PAGES:
+        most = max(most, site.others(h, identity))
+        if site.is_template(h, identity):
             removed += letters
             shared.append(line)
         else:

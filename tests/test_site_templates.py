@@ -90,3 +90,26 @@ def test_templates_are_shared_through_redis(servers, tmp_path: Path) -> None:
         first = _crawl(tmp_path / "first", servers, FIRST, settings)
         second = _crawl(tmp_path / "second", servers, SECOND, settings)
     _check(first, second, servers)
+
+
+@pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_new_sites_pages_analysed_at_once_are_decided_one_at_a_time(
+    backend: str, servers, tmp_path: Path
+) -> None:
+    """A crawl analyses a new site's first pages before deciding any: all five teaser-site
+    stories (each mostly its site's teasers) arrive before one is decided, and each is
+    analysed again, without the lines the ones decided before it had, so none is joined to
+    another."""
+    with ExitStack() as stack:
+        settings = {}
+        if backend == "redis":
+            require_redis()
+            settings["NEARDUPE_INDEX"] = stack.enter_context(RedisServer(tmp_path / "redis")).url
+        pages = [(site, path) for site, path in ORDER if site == "teasers"]
+        urls = ",".join(servers[site].url + path for site, path in pages)
+        result = run_crawl(
+            tmp_path, ["runspider", "tests/spiders/at_once.py", "-a", f"urls={urls}"], settings
+        )
+    assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
+    assert [line["decision"] for line in result.report] == ["kept"] * len(pages), result.report
+    assert result.stats["neardupe/rechecked"] == len(pages) - 1

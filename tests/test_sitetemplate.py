@@ -7,6 +7,7 @@ from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
     LINE_TITLES,
     TEMPLATE_PAGES,
+    YOUNG_STORIES,
     SiteTemplate,
     headline_of,
     identity_of,
@@ -105,3 +106,27 @@ def test_learning_counts_each_story_once_and_caps_titles() -> None:
     for identity in (1, 1, 2, 3, 4, 5):
         learned(book, identity, [10, 11])
     assert book[10] == (1, 2, 3)[:LINE_TITLES]
+
+
+def test_a_young_sites_page_carries_its_text_until_the_site_is_grown() -> None:
+    """A page analysed while its site taught fewer than YOUNG_STORIES stories carries its text;
+    it is outdated once the site knows more of its lines as template, and analysed again with
+    them it loses them. A grown site's page, or a page of no known site, carries nothing."""
+    features = FeatureSettings()
+    page = analyze_text(ARTICLE + "\n" + TAIL, 0, features, SiteTemplate(), 7)
+    assert page.recheck is not None and page.recheck.known == 0
+    assert page.recheck.text == ARTICLE + "\n" + TAIL
+    assert not page.outdated(SiteTemplate())
+    site = taught((1, "Another story of the site, all its own words.\n" + TAIL))
+    assert site.young() and site.known(page.lines, 7) == 3
+    assert page.outdated(site)
+    again = analyze_text(page.recheck.text, 0, features, site, 7)
+    assert again.fingerprint == analyze_text(ARTICLE, 0, features).fingerprint
+    assert again.recheck is not None and not again.outdated(site)
+    words = ["harbor", "ferry", "library", "garden", "cinema", "budget"][:YOUNG_STORIES]
+    grown = taught(
+        *((i, f"The {word} story, in words of its own.\n" + TAIL) for i, word in enumerate(words))
+    )
+    assert not grown.young()
+    assert analyze_text(ARTICLE, 0, features, grown, 7).recheck is None
+    assert analyze_text(ARTICLE, 0, features).recheck is None
