@@ -5,7 +5,10 @@ syndication edits) are built on the held-out half of the template sites (``heldo
 split). Each template is a site. The pages are crawled in a seeded random order through the
 plugin's own path: main text (extracted once per page), the site's template lines as learned
 so far, fingerprint, a real embedded index at each default's k and confirmation, and the
-page's lines learned when it is kept. Scored per page, as a crawl's user sees it:
+page's lines learned when it is kept. ``--by-site`` crawls each site's pages together and
+``--in-flight N`` analyses N pages ahead of their decision, as a real crawl meets a new site
+(``--no-recheck``: a young site's pages never analysed again at their decision, as before).
+Scored per page, as a crawl's user sees it:
 
 * a drop is right when the page it names is the same article; precision = right / all drops;
 * recall = drops among the pages whose article was already stored when they came;
@@ -18,7 +21,8 @@ first pages of each site, the share of their letters left out as template (how f
 learned). ``--no-learning`` scores the same crawl with nothing learned (the rules before).
 
 Run from the repository root: ``python benchmarks/crawl_eval.py [--seeds 1 2 3]
-[--half held-out|tune] [--quick]``. Data: ``../shared/data`` (``NEARDUPE_DATA``).
+[--half held-out|tune] [--quick] [--by-site --in-flight 16]``. Data: ``../shared/data``
+(``NEARDUPE_DATA``).
 """
 
 from __future__ import annotations
