@@ -163,31 +163,34 @@ class Stripped:
 def strip_template(text: str, identity: int, site: SiteTemplate, headline: str = "") -> Stripped:
     """``text`` without the lines its site's other stories had (on TEMPLATE_PAGES or more).
 
-    A page left with too little of its own is ``template-text``, unless all it shares was seen
-    on one other story and what it shares tells its own ``headline``: then it is that story
-    under another headline (a site republishing it), judged whole, so the index finds it a
-    copy. Another post's teaser block, extracted on every page of a site, tells no page's
-    headline.
+    A page left with too little of its own is ``template-text``, unless the lines it shares
+    with just one other story tell its own ``headline``: then it is that story under another
+    headline (a site republishing it), judged without the lines more stories had (its site's
+    template), so the index finds it a copy. Another post's teaser block, extracted on every
+    page of a site, tells no page's headline.
     """
-    kept, shared, hashes = [], [], []
-    own = removed = most = 0
+    kept, judged, once, hashes = [], [], [], []
+    own = removed = 0
     for line in text.splitlines():
         hashed = _line_hash(line)
         if hashed is None:
             kept.append(line)
+            judged.append(line)
             continue
         h, letters = hashed
         hashes.append(h)
-        most = max(most, site.others(h, identity))
-        if site.is_template(h, identity):
-            removed += letters
-            shared.append(line)
-        else:
+        if not site.is_template(h, identity):
             own += letters
             kept.append(line)
+            judged.append(line)
+            continue
+        removed += letters
+        if site.others(h, identity) == 1:
+            once.append(line)
+            judged.append(line)
     distinct = tuple(dict.fromkeys(hashes))[:PAGE_LINES]
     if not removed or own >= TEMPLATE_OWN_LETTERS:
         return Stripped("\n".join(kept), distinct, False)
-    if most == 1 and tells("\n".join(shared), headline):
-        return Stripped(text, distinct, False)
+    if tells("\n".join(once), headline):
+        return Stripped("\n".join(judged), distinct, False)
     return Stripped("", distinct, True)

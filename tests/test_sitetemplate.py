@@ -90,9 +90,14 @@ def test_text_seen_on_the_sites_other_stories_is_template_text() -> None:
 
 def test_a_story_republished_under_a_new_headline_is_judged_whole() -> None:
     """Every line seen on one other story, but the text tells this page's headline: the site
-    republished that story; the page keeps its text, so the index finds it a copy."""
+    republished that story; the page keeps its text, so the index finds it a copy (without
+    the lines more stories had: its site's template)."""
     site = taught((1, ARTICLE))
     again = strip_template(ARTICLE, 2, site, "Council budget story: paragraph words")
+    assert again.text == ARTICLE and not again.template_text
+    framed = ARTICLE + "\n" + TAIL
+    site = taught((1, framed), (3, "The ferry story, in words of its own.\n" + TAIL))
+    again = strip_template(framed, 2, site, "Council budget story: paragraph words")
     assert again.text == ARTICLE and not again.template_text
     # A headline the text does not tell: the text is the site's, not this page's story.
     assert strip_template(ARTICLE, 2, site, "Harbor bridge reopens").template_text
