@@ -54,7 +54,8 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    (returning whether it did), raises the counter if it lives there, appends the fingerprint
    and sentence records the read did not find there, and ends this token's leases; then
    the same on every other node.  If a check fails, nothing is written there and the check
-   starts again from step 1 (it then finds what was written).
+   starts again from step 1 (it then finds what was written), keeping its leases; if it
+   then finds a copy, it ends them (others would otherwise wait for them to expire).
 
 Why this is exact: two pages within k share a table bucket, and two pages a sentence match can
 join share a sentence (a query reads the buckets of the sentences it looks up; a page is
@@ -105,7 +106,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nearDupe.shorttext import Sentences
@@ -134,10 +135,12 @@ from nearDupe.store.redis_records import WRITER, record_id
 @dataclass
 class _Call:
     """One check-and-add across its attempts: its lease token (its first WRITER bytes mark
-    its page record), and whether an attempt sent that record."""
+    its page record), whether an attempt sent that record, and the keys an attempt leased
+    (a commit ends them; a later attempt that finds a copy must)."""
 
     token: bytes
     sent: bool = False
+    leased: list[str] = field(default_factory=list)
 
 
 class RedisStore(RedisBulkIndex):
@@ -186,23 +189,33 @@ class RedisStore(RedisBulkIndex):
                 token,
                 lease_seconds=self.lease_seconds,
             )
+            call.leased = list(leased)
             if changed:
                 try:
                     values = {**seen, **values}
                     reading = await self._reading(values, fp, self.k, sentences, own)
                     match = self._match(reading, signature, sentences)
                 except BaseException:
-                    await release(self.pipes, leased, token)
+                    await self._release(call)
                     raise
                 if match is not None:
                     await self._undo(fp, call)
-                    await release(self.pipes, leased, token)
+                    await self._release(call)
                     return match
         if match is not None:  # a stored copy: a copy whatever other crawlers write next
             await self._undo(fp, call)
+            await self._release(call)
             return match
         await self._record(fp, key, signature, sentences, call, reading)
+        call.leased = []
         return None
+
+    async def _release(self, call: _Call) -> None:
+        """End the leases an attempt of this call took and did not commit (another crawler
+        would otherwise wait for them to expire)."""
+        if call.leased:
+            await release(self.pipes, call.leased, call.token)
+            call.leased = []
 
     def _match(
         self, reading: Reading, signature: int | None, sentences: Sentences
