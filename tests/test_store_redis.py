@@ -549,6 +549,41 @@ def test_a_stalled_crawler_writes_nothing_and_finds_the_copy(
         asyncio.run(body(url, topology == "cluster"))
 
 
+def test_a_check_that_finds_a_copy_after_a_refused_commit_ends_its_leases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a cluster, crawler A leases its buckets on other nodes, then its commit is refused
+    (a bucket grew: B's near copy was stored meanwhile). A reads again, reports B's page and
+    ends the leases it still held, so no other crawler waits for them to expire."""
+    import nearDupe.store.redis as redis_module
+    from nearDupe.store.redis_leases import ReadAgain
+
+    real = redis_module.commit
+
+    async def body(url: str) -> None:
+        a, b = (
+            RedisStore.from_url(url, IndexHeader(), name="refused", lease_seconds=30, cluster=True)
+            for _ in range(2)
+        )
+
+        async def refused(*args: Any, **kwargs: Any) -> None:
+            monkeypatch.setattr(redis_module, "commit", real)
+            assert [k async for k in a.client.scan_iter(match="*:lease")]  # A's leases
+            await b.add_many([flip(1 << 40, 2)], ["https://b"])
+            raise ReadAgain
+
+        monkeypatch.setattr(redis_module, "commit", refused)
+        match = await a.check_and_add(1 << 40, "https://a")
+        assert match == Match("https://b", flip(1 << 40, 2), 1)
+        assert [k async for k in a.client.scan_iter(match="*:lease")] == []
+        assert [key for _, key, _ in await a.pages()] == ["https://b"]
+        await a.close()
+        await b.close()
+
+    with RedisCluster(tmp_path / "cluster") as cluster:
+        asyncio.run(body(cluster.url))
+
+
 def test_a_bucket_another_crawler_leases_is_written_once_the_lease_ends(
     server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
