@@ -395,16 +395,8 @@ def _crawler(
     """One crawler process: ``tasks`` concurrent clients submit every copy of every page."""
 
     async def main() -> list[tuple]:
-        # Generous timeouts: on a loaded machine (the suite's other workers, 3 servers and 8
-        # processes on 2 cores) a call may wait its turn over a second; exactness is tested.
         store = RedisStore.from_url(
-            url,
-            IndexHeader(),
-            name="race",
-            max_connections=2 * tasks,
-            cluster=cluster,
-            retry_seconds=20.0,
-            socket_timeout=10.0,
+            url, IndexHeader(), name="race", max_connections=2 * tasks, cluster=cluster
         )
         jobs = [(c, v) for c, variants in enumerate(groups) for v in range(len(variants))]
         random.Random(worker).shuffle(jobs)
