@@ -54,8 +54,9 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    (returning whether it did), raises the counter if it lives there, appends the fingerprint
    and sentence records the read did not find there, and ends this token's leases; then
    the same on every other node.  If a check fails, nothing is written there and the check
-   starts again from step 1 (it then finds what was written), keeping its leases; if it
-   then finds a copy, it ends them (others would otherwise wait for them to expire).
+   starts again from step 1 (it then finds what was written), after ending its leases
+   (two checks whose commits each found a bucket the other leased would otherwise refuse
+   each other until a lease expired; and a copy found next would leave them to expire).
 
 Why this is exact: two pages within k share a table bucket, and two pages a sentence match can
 join share a sentence (a query reads the buckets of the sentences it looks up; a page is
@@ -163,6 +164,10 @@ class RedisStore(RedisBulkIndex):
                 try:
                     return await self._check_once(fp, key, signature, sentences, call)
                 except ReadAgain:  # read again what another crawler wrote meanwhile
+                    # Holding no lease while waiting: two checks whose commits each found a
+                    # bucket the other leased would otherwise refuse each other until a lease
+                    # expired.
+                    await self._release(call)
                     await pause()
 
         return await self._retrying("check_and_add", attempt)
