@@ -71,14 +71,28 @@ def site_of(url: str) -> str:
 
 def headline_of(html: str) -> str:
     """A page's headline: its first ``<h1>``, else the longest part of its title between
-    separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``); "" if it has none."""
+    separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``); "" if it has none.
+
+    An ``<h1>`` that is the last of its title's parts while another part is longer is the
+    site's name (a theme's heading around its logo, ``<title>Story | Site</title>``): the
+    longest part is the headline then, or every page of the site would be one story.
+    """
     head = html[:_HEAD_CHARS]
     found = _H1.search(head)
-    headline = _text(found.group(1)) if found else ""
-    if not normalize(headline) and (found := _TITLE.search(head)):
-        parts = _TITLE_PARTS.split(_text(found.group(1)))
-        headline = max(parts, key=lambda part: len(normalize(part))).strip()
-    return headline
+    heading = _text(found.group(1)) if found else ""
+    title = _TITLE.search(head)
+    parts = _TITLE_PARTS.split(_text(title.group(1))) if title else []
+    longest = max(parts, key=lambda part: len(normalize(part)), default="").strip()
+    if normalize(heading) and not _names_site(heading, parts, longest):
+        return heading
+    return longest
+
+
+def _names_site(heading: str, parts: list[str], longest: str) -> bool:
+    """Whether a page's ``<h1>`` is its site's name: the last of its title's ``parts``, of
+    which ``longest`` is longer."""
+    name = normalize(heading)
+    return len(parts) > 1 and name == normalize(parts[-1]) and len(normalize(longest)) > len(name)
 
 
 def identity_of(headline: str, url: str) -> int:

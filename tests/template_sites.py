@@ -1,4 +1,4 @@
-"""Three news sites on three loopback hosts whose templates fool a page-by-page extractor.
+"""Four news sites on four loopback hosts whose templates fool a page-by-page extractor.
 
 * ``clean``: a plain template; two full articles.
 * ``teasers``: every page ends with the same long block of other posts' teasers, inside the
@@ -6,6 +6,8 @@
   articles would share most of their words and be joined.
 * ``jobs``: every page ends with the same job board, so its copy of a clean article differs
   by a third of its words and would be kept.
+* ``logo``: like ``teasers`` (a "most read" block of its own), but its ``<h1>`` is the site's
+  name, as in themes that head every page with their logo; the story is named in the title.
 
 Each template site first serves three other stories (its template is learned from them), then
 the pages under test. :data:`ORDER` is the crawl order.
@@ -57,14 +59,35 @@ JOBS = [
     "helpful but not required, staff discount on everything in the shop and cafe.",
 ]
 
+MOST_READ = [
+    "Most read this week: the lifeboat crew that answered three calls in a single stormy night "
+    "and brought every sailor home safely before dawn broke over the bay.",
+    "Most read this week: a baker on the high street has won a national prize for her sourdough, "
+    "and the queue outside her shop now starts well before seven each morning.",
+    "Most read this week: the castle gardens will stay open late through the summer, with music "
+    "on the lawn every Thursday evening and free entry for children under twelve.",
+    "Most read this week: volunteers counted more than two hundred species of birds on the "
+    "estuary, the highest number since the reserve began keeping records.",
+    "Most read this week: the town's oldest pub is for sale after a hundred and forty years in "
+    "one family, and regulars have formed a group hoping to buy it together.",
+    "Most read this week: a new cycle path will link the station to the business park, "
+    "taking cyclists off the busy ring road by the end of next spring.",
+    "Most read this week: the museum has put a rare medieval map of the county on display, "
+    "found rolled up in a cupboard during the building's long restoration.",
+    "Most read this week: students from the college built a solar car that finished fourth "
+    "in an international race across the desert against far larger teams.",
+]
+
 
 def _page(site: str, title: str, paragraphs: list[str], tail: list[str]) -> Page:
     body = "".join(f"<p>{p}</p>" for p in paragraphs + tail)
+    name = f"The {site.title()} Gazette"
+    heading = name if site == "logo" else title
     html = (
-        f"<html><head><title>{title} | The {site.title()} Gazette</title></head><body>"
+        f"<html><head><title>{title} | {name}</title></head><body>"
         f'<nav><a href="/">Home</a> <a href="/news">News</a></nav>'
-        f'<div class="story"><h1>{title}</h1>{body}</div>'
-        f"<footer>© The {site.title()} Gazette</footer></body></html>"
+        f'<div class="story"><h1>{heading}</h1>{body}</div>'
+        f"<footer>© {name}</footer></body></html>"
     )
     return Page(html.encode("utf-8"))
 
@@ -98,10 +121,17 @@ STORIES: dict[str, dict[str, tuple[str, list[str]]]] = {
         "/w3": ("Cinema plans first season", last("old-mill-cinema")),
         "/bridge": ("Harbor bridge reopens", article("harbor-bridge")),
     },
+    "logo": {
+        "/w1": ("Flood defences tested", last("flood-warning")),
+        "/w2": ("Science fair winners named", last("science-fair")),
+        "/w3": ("Budget vote delayed", last("council-budget")),
+        "/garden": ("Garden seeks volunteers", last("community-garden")),
+        "/ferry": ("Ferry fares frozen", last("ferry-timetable")),
+    },
 }
-TAILS = {"clean": [], "teasers": TEASERS, "jobs": JOBS}
-#: The loopback address of each site: three hosts, three sites.
-HOSTS = {"clean": "127.0.0.1", "teasers": "127.0.0.2", "jobs": "127.0.0.3"}
+TAILS = {"clean": [], "teasers": TEASERS, "jobs": JOBS, "logo": MOST_READ}
+#: The loopback address of each site: four hosts, four sites.
+HOSTS = {"clean": "127.0.0.1", "teasers": "127.0.0.2", "jobs": "127.0.0.3", "logo": "127.0.0.4"}
 #: (site, path) in crawl order.
 ORDER = [(site, path) for site, pages in STORIES.items() for path in pages]
 

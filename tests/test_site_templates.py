@@ -1,4 +1,4 @@
-"""Real crawls of three sites on three loopback hosts: a site's template, learned from its
+"""Real crawls of four sites on four loopback hosts: a site's template, learned from its
 earlier pages, neither joins its different articles nor separates its copies; what was
 learned survives a restart (embedded) and is shared by two crawler processes (Redis)."""
 
@@ -20,7 +20,8 @@ from tests.redis_server import RedisServer, require_redis
 from tests.template_sites import HOSTS, ORDER, build_sites
 
 #: The first crawl teaches each template site three stories; the second brings the pages
-#: under test: two different short stories wrapped in teasers, and a copy under a job board.
+#: under test: two different short stories wrapped in teasers (on two sites: one heads its
+#: pages with its name), and a copy under a job board.
 FIRST = [(site, path) for site, path in ORDER if site == "clean" or path.startswith("/w")]
 SECOND = [(site, path) for site, path in ORDER if (site, path) not in FIRST]
 
@@ -66,9 +67,9 @@ def _check(first: CrawlResult, second: CrawlResult, servers) -> None:
         assert line["decision"] in ("kept", "skipped"), line
         assert line["decision"] == "kept" or line["reason"] == "template-text", line
     decisions = second.decisions()
-    teasers = servers["teasers"].url
-    for path in ("/garden", "/ferry"):
-        assert decisions[teasers + path]["decision"] == "kept", decisions
+    for site in ("teasers", "logo"):
+        for path in ("/garden", "/ferry"):
+            assert decisions[servers[site].url + path]["decision"] == "kept", decisions
     copy = decisions[servers["jobs"].url + "/bridge"]
     assert copy["decision"] == "dropped", copy
     assert copy["duplicate_of"] == servers["clean"].url + "/bridge"

@@ -60,6 +60,22 @@ def test_identity_is_the_headline_whatever_the_site_adds() -> None:
     assert identity_of("", "") != 0
 
 
+def test_a_heading_that_names_the_site_is_not_the_headline() -> None:
+    """A theme that heads every page with its logo makes the site's name the ``<h1>``: the
+    story is then the title's longest part, so the site's pages stay different stories."""
+    logo = "<title>{} | The Ledger</title><h1><a href='/'>The Ledger</a></h1>"
+    assert headline_of(logo.format("Council passes budget")) == "Council passes budget"
+    stories = {
+        identity_of(headline_of(logo.format(t)), "")
+        for t in ("Bridge reopens", "Ferry fares frozen")
+    }
+    assert len(stories) == 2
+    # A short story heading that is not the title's last part, nor longer than it, is kept.
+    assert headline_of("<title>Budget | The Ledger Daily</title><h1>Budget</h1>") == "Budget"
+    assert headline_of("<title>The Ledger</title><h1>The Ledger</h1>") == "The Ledger"
+    assert headline_of("<title>Vote | Budget</title><h1>Budget</h1>") == "Budget"
+
+
 def test_lines_seen_on_other_stories_are_left_out() -> None:
     text = ARTICLE + "\n" + TAIL
     others = [(100 + i, f"Story {i} alone here, long enough.\n" + TAIL) for i in range(2)]
