@@ -48,8 +48,14 @@ PAGE_LINES = 400
 YOUNG_STORIES = 4
 
 _SEED = 0x6E64_7369_7465_6C6E
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
-_H1 = re.compile(r"<h1[^>]*>(.*?)</h1", re.I | re.S)
+#: Characters a title or heading element may hold, its markup included: a longer ``<h1>`` is
+#: a logo's drawing or a banner, not a headline, and the bound keeps a page of unclosed tags
+#: linear (20,000 unclosed ``<h1>`` took 43 s to search, 0.2 s now).
+_ELEMENT_CHARS = 1000
+_TITLE = re.compile(
+    rf"<title[^>]{{0,{_ELEMENT_CHARS}}}>(.{{0,{_ELEMENT_CHARS}}}?)</title", re.I | re.S
+)
+_H1 = re.compile(rf"<h1[^>]{{0,{_ELEMENT_CHARS}}}>(.{{0,{_ELEMENT_CHARS}}}?)</h1", re.I | re.S)
 _TAG = re.compile(r"<[^>]*>")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORDS = re.compile(r"[^\W\d_]+")

@@ -331,10 +331,16 @@ def test_read_only_index_stops_the_crawl(tmp_path: Path) -> None:
 
 def test_a_page_that_takes_too_long_is_skipped_in_time(tmp_path: Path) -> None:
     """400,000 <p> hold a worker for seconds; past NEARDUPE_ANALYSIS_TIMEOUT the page is
-    skipped as too-slow and the worker goes on with the next page."""
+    skipped as too-slow and the worker goes on with the next page. 20,000 headings never
+    closed do not: the headline is looked for within a bounded reach (before, each was read
+    to the end of the page, 0.8 s)."""
+    unclosed = _html(article("harbor-bridge")).replace(
+        "<article>", "<p>" + "<h1" * 20_000 + "</p><article>"
+    )
     pages = {
         "/flood.html": Page(("<html><body>" + "<p>x</p>" * 400_000 + "</body></html>").encode()),
         "/article.html": Page(_html(article("library-app")).encode()),
+        "/unclosed.html": Page(unclosed.encode()),
     }
     links = "".join(f'<a href="{p}">{p}</a> ' for p in pages)
     pages["/"] = Page(f"<html><body><nav>{links}</nav></body></html>".encode())
@@ -349,5 +355,6 @@ def test_a_page_that_takes_too_long_is_skipped_in_time(tmp_path: Path) -> None:
     flood, kept = decisions[server.url + "/flood.html"], decisions[server.url + "/article.html"]
     assert (flood["decision"], flood["reason"]) == ("skipped", "too-slow")
     assert kept["decision"] == "kept"
+    assert decisions[server.url + "/unclosed.html"]["decision"] == "kept"
     assert result.stats["neardupe/responses/skipped/too-slow"] == 1
     assert "not fingerprinting" in result.log and "(too-slow)" in result.log

@@ -74,6 +74,9 @@ def test_a_heading_that_names_the_site_is_not_the_headline() -> None:
     assert headline_of("<title>Budget | The Ledger Daily</title><h1>Budget</h1>") == "Budget"
     assert headline_of("<title>The Ledger</title><h1>The Ledger</h1>") == "The Ledger"
     assert headline_of("<title>Vote | Budget</title><h1>Budget</h1>") == "Budget"
+    # A heading holding a drawing (a logo's SVG) is no headline; the next one is.
+    drawing = "<h1><svg>" + "<path d='M0 0'/>" * 200 + "</svg></h1><h1>Bridge reopens</h1>"
+    assert headline_of(drawing) == "Bridge reopens"
 
 
 def test_lines_seen_on_other_stories_are_left_out() -> None:
