@@ -57,6 +57,7 @@ _TITLE = re.compile(
 )
 _H1 = re.compile(rf"<h1[^>]{{0,{_ELEMENT_CHARS}}}>(.{{0,{_ELEMENT_CHARS}}}?)</h1", re.I | re.S)
 _TAG = re.compile(r"<[^>]*>")
+_HREF = re.compile(r"""<a\b[^>]*?\bhref\s*=\s*["']?([^"'\s>]*)""", re.I)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _WORDS = re.compile(r"[^\W\d_]+")
 _NOT_LETTERS = re.compile(r"[\W\d_]+")
@@ -79,26 +80,39 @@ def headline_of(html: str) -> str:
     """A page's headline: its first ``<h1>``, else the longest part of its title between
     separators (``Headline | Site``, ``Print: Headline``, ``标题_网站``); "" if it has none.
 
-    An ``<h1>`` that is the last of its title's parts while another part is longer is the
-    site's name (a theme's heading around its logo, ``<title>Story | Site</title>``): the
-    longest part is the headline then, or every page of the site would be one story.
+    An ``<h1>`` that links to a home page, or that is the last of its title's parts while
+    another part is longer, is the site's name (a theme's heading around its logo,
+    ``<title>Story | Site</title>``): the longest part is the headline then, or every page of
+    the site would be one story.
     """
     head = html[:_HEAD_CHARS]
     found = _H1.search(head)
-    heading = _text(found.group(1)) if found else ""
+    fragment = found.group(1) if found else ""
+    heading = _text(fragment)
     title = _TITLE.search(head)
     parts = _TITLE_PARTS.split(_text(title.group(1))) if title else []
     longest = max(parts, key=lambda part: len(normalize(part)), default="").strip()
-    if normalize(heading) and not _names_site(heading, parts, longest):
+    if normalize(heading) and not _names_site(fragment, parts, longest):
         return heading
     return longest
 
 
-def _names_site(heading: str, parts: list[str], longest: str) -> bool:
-    """Whether a page's ``<h1>`` is its site's name: the last of its title's ``parts``, of
-    which ``longest`` is longer."""
-    name = normalize(heading)
+def _names_site(fragment: str, parts: list[str], longest: str) -> bool:
+    """Whether a page's ``<h1>`` (its markup) is its site's name: a link to a home page, or
+    the last of its title's ``parts``, of which ``longest`` is longer."""
+    if any(_is_home(href) for href in _HREF.findall(fragment)):
+        return True
+    name = normalize(_text(fragment))
     return len(parts) > 1 and name == normalize(parts[-1]) and len(normalize(longest)) > len(name)
+
+
+def _is_home(href: str) -> bool:
+    """Whether a link leads to a site's home page: ``/``, or a URL whose path is ``/`` or empty."""
+    try:
+        url = urlsplit(html_lib.unescape(href))
+    except ValueError:
+        return False
+    return url.path in ("", "/") and not url.query and (bool(url.netloc) or href.startswith("/"))
 
 
 def identity_of(headline: str, url: str) -> int:

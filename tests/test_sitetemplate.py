@@ -74,6 +74,13 @@ def test_a_heading_that_names_the_site_is_not_the_headline() -> None:
     assert headline_of("<title>Budget | The Ledger Daily</title><h1>Budget</h1>") == "Budget"
     assert headline_of("<title>The Ledger</title><h1>The Ledger</h1>") == "The Ledger"
     assert headline_of("<title>Vote | Budget</title><h1>Budget</h1>") == "Budget"
+    # A heading that links to a home page names the site, wherever the title names it.
+    for home in ("/", "https://ledger.example/", "//ledger.example"):
+        page = f"<title>Ledger: Ferry fares frozen</title><h1><a href='{home}'>Ledger</a></h1>"
+        assert headline_of(page) == "Ferry fares frozen"
+    assert (
+        headline_of("<title>A</title><h1><a href='/ferry'>Ferry fares</a></h1>") == "Ferry fares"
+    )
     # A heading holding a drawing (a logo's SVG) is no headline; the next one is.
     drawing = "<h1><svg>" + "<path d='M0 0'/>" * 200 + "</svg></h1><h1>Bridge reopens</h1>"
     assert headline_of(drawing) == "Bridge reopens"
