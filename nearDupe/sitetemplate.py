@@ -92,17 +92,18 @@ def headline_of(html: str) -> str:
     title = _TITLE.search(head)
     parts = _TITLE_PARTS.split(_text(title.group(1))) if title else []
     longest = max(parts, key=lambda part: len(normalize(part)), default="").strip()
-    if normalize(heading) and not _names_site(fragment, parts, longest):
+    if normalize(heading) and not _names_site(fragment, heading, parts, longest):
         return heading
     return longest
 
 
-def _names_site(fragment: str, parts: list[str], longest: str) -> bool:
-    """Whether a page's ``<h1>`` (its markup) is its site's name: a link to a home page, or
-    the last of its title's ``parts``, of which ``longest`` is longer."""
+def _names_site(fragment: str, heading: str, parts: list[str], longest: str) -> bool:
+    """Whether a page's ``<h1>`` (its markup ``fragment``, its text ``heading``) is its site's
+    name: a link to a home page, or the last of its title's ``parts``, of which ``longest`` is
+    longer."""
     if any(_is_home(href) for href in _HREF.findall(fragment)):
         return True
-    name = normalize(_text(fragment))
+    name = normalize(heading)
     return len(parts) > 1 and name == normalize(parts[-1]) and len(normalize(longest)) > len(name)
 
 
