@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import data_dir, decode
 from _quality_cases import site_half
 
-import nearDupe.readability_text as readability_module
+import nearDupe.texttail as texttail_module
 from nearDupe.text import extract_main_text
 
 Case = tuple[str, str, str, str]
@@ -188,11 +188,11 @@ def visible_text(html: str) -> str:
 
 def without_tail_cut(html: str) -> str:
     """nearDupe's extractor before the tail rule (nearDupe.texttail), for a side-by-side run."""
-    cut, readability_module.cut_tail = readability_module.cut_tail, lambda lines: lines
+    cut, texttail_module.cut_tail = texttail_module.cut_tail, lambda lines: lines
     try:
         return extract_main_text(html)
     finally:
-        readability_module.cut_tail = cut
+        texttail_module.cut_tail = cut
 
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
