@@ -163,6 +163,7 @@ def crawl(
     seen_in_site: dict[str, int] = defaultdict(int)
     stored_articles: set[str] = set()
     article_of: dict[str, str] = {}
+    site_of_url: dict[str, str] = {}
     features = FeatureSettings()
     header = IndexHeader.for_settings(design, k, features, confirm_k)
 
@@ -224,6 +225,14 @@ def crawl(
             if match is None:
                 stored_articles.add(page.article)
                 article_of[url] = page.article
+                site_of_url[url] = site
+                if due:
+                    tally.per_template[site].append(False)
+                if learn:
+                    learned(books[site], analysis.identity, analysis.lines)
+                continue
+            if site_of_url[match.key] == site and analysis.became_template(template_of(site)):
+                tally.template_text += 1  # as the pipeline: its site taught its lines meanwhile
                 if due:
                     tally.per_template[site].append(False)
                 if learn:

@@ -12,7 +12,13 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint_and_signature
-from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
+from nearDupe.sitetemplate import (
+    SiteTemplate,
+    headline_of,
+    headline_units,
+    identity_of,
+    strip_template,
+)
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -31,8 +37,6 @@ class Recheck:
 
     text: str
     headline: str
-    #: How many of the page's lines were its site's template when it was analysed.
-    known: int
 
 
 @dataclass(frozen=True)
@@ -55,13 +59,28 @@ class Analysis:
     #: once the page is decided (see sitetemplate.py).
     lines: tuple[int, ...] = ()
     identity: int = 0
+    #: How many of the page's lines were its site's template when it was analysed.
+    known: int = 0
+    #: The units of its headline (sitetemplate.headline_units) and, per line, those it holds.
+    units: int = 0
+    told: tuple[int, ...] = ()
     recheck: Recheck | None = None
 
     def outdated(self, site: SiteTemplate) -> bool:
-        """Whether ``site`` now knows more of this young site's page's lines as its template
-        than when the page was analysed (then analyse its text again)."""
-        return self.recheck is not None and site.known(self.lines, self.identity) > (
-            self.recheck.known
+        """Whether ``site`` now knows more of the page's lines as its template than when the
+        page was analysed (a young site's page is then analysed again)."""
+        return site.known(self.lines, self.identity) > self.known
+
+    def became_template(self, site: SiteTemplate) -> bool:
+        """Whether every line of the page is ``site``'s template now, and was not when it was
+        analysed: its text is its site's (``template-text``), which pages decided while it was
+        in flight taught, unless the lines one other story had tell its headline (that story,
+        republished)."""
+        return (
+            bool(self.lines)
+            and self.outdated(site)
+            and site.known(self.lines, self.identity) == len(self.lines)
+            and not site.tells_story(self.lines, self.told, self.units, self.identity)
         )
 
 
@@ -93,15 +112,24 @@ def analyze_text(
     mostly seen on the site's other pages (``template-text``). A fingerprinted page of a young
     ``site`` carries what it needs to be analysed again (:class:`Recheck`).
     """
-    stripped = strip_template(text.strip(), identity, site or SiteTemplate(), headline)
+    taught = site or SiteTemplate()
+    stripped = strip_template(text.strip(), identity, taught, headline)
     if stripped.template_text:
         analysis = Analysis(None, "template-text")
     else:
         analysis = _fingerprint(stripped.text.strip(), min_length, features)
     recheck = None
     if site is not None and analysis.fingerprint is not None and site.young():
-        recheck = Recheck(text, headline, site.known(stripped.lines, identity))
-    return replace(analysis, lines=stripped.lines, identity=identity, recheck=recheck)
+        recheck = Recheck(text, headline)
+    return replace(
+        analysis,
+        lines=stripped.lines,
+        identity=identity,
+        known=taught.known(stripped.lines, identity),
+        units=len(headline_units(headline)),
+        told=stripped.told,
+        recheck=recheck,
+    )
 
 
 def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analysis:

@@ -237,7 +237,7 @@ class NearDupePipeline:
             return await maybe_deferred_to_future(waiter)
         self._deciding[page] = []
         try:
-            decision = await self._check(record)
+            decision = await self._check(record, analysis)
         finally:
             waiters = self._deciding.pop(page)
         self._decided[page] = decision
@@ -245,9 +245,24 @@ class NearDupePipeline:
             self._decided.popitem(last=False)
         for waiter in waiters:
             waiter.callback(decision)
-        if decision.decision == "kept" and decision.reason is None:
+        if decision.reason == "template-text" or (
+            decision.decision == "kept" and decision.reason is None
+        ):
             await self._learn(url, analysis)
         return decision
+
+    async def _became_template(self, url: str, analysis: Analysis, copy_of: str) -> bool:
+        """Whether a page found its copy on its own site only because that copy's decision
+        taught the site the page's lines while the page was in flight: two of a site's pages
+        extracted to the same new template text (a notice), neither a copy of the other."""
+        if self.store is None or site_of(copy_of) != site_of(url):
+            return False
+        try:
+            return analysis.became_template(await self.store.site_template(site_of(url)))
+        except Exception as exc:  # an aid: the drop stands
+            self.stats.inc_value("neardupe/site_errors")
+            logger.debug("nearDupe: the site of %s was not read again: %s", url, exc)
+            return False
 
     async def _learn(self, url: str, analysis: Analysis) -> None:
         """Count a kept (or template-text) page's lines for its site: only pages that are no
@@ -260,7 +275,7 @@ class NearDupePipeline:
             self.stats.inc_value("neardupe/site_errors")
             logger.debug("nearDupe: the lines of %s were not learned: %s", url, exc)
 
-    async def _check(self, record: Page) -> Decision:
+    async def _check(self, record: Page, analysis: Analysis) -> Decision:
         assert self.store is not None, "open_spider opens the store"
         fp, url, *_ = record
         if time.monotonic() < self._down_until:
@@ -282,6 +297,8 @@ class NearDupePipeline:
         if match is None:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
+        if await self._became_template(url, analysis, match.key):
+            return Decision(url, "skipped", reason="template-text")
         decision = Decision.drop(url, fp, match)
         try:
             await self.store.log_drop(decision.to_drop())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html as html_lib
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -127,17 +127,29 @@ def identity_of(headline: str, url: str) -> int:
 def tells(text: str, headline: str) -> bool:
     """Whether ``text`` tells the story of ``headline``: it holds at least TELLS_SHARE of the
     headline's words (of 3+ letters; Chinese: of its character pairs)."""
-    units = _units(headline)
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return bool(units) and sum(unit in folded for unit in units) >= TELLS_SHARE * len(units)
+    units = headline_units(headline)
+    return enough_told(told(text, units), len(units))
 
 
-def _units(headline: str) -> set[str]:
+def headline_units(headline: str) -> tuple[str, ...]:
+    """What a text holds to tell ``headline``'s story: its words of 3+ letters, its Chinese
+    character pairs."""
     folded = unicodedata.normalize("NFKC", headline).casefold()
     units = {w for w in _WORDS.findall(_CJK.sub(" ", folded)) if len(w) >= 3}
     for run in _CJK.findall(folded):
         units.update(run[i : i + 2] for i in range(len(run) - 1))
-    return units
+    return tuple(sorted(units))
+
+
+def told(text: str, units: Sequence[str]) -> int:
+    """Which of a headline's ``units`` ``text`` holds, as a bit mask."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return sum(1 << i for i, unit in enumerate(units) if unit in folded)
+
+
+def enough_told(mask: int, units: int) -> bool:
+    """Whether the units in ``mask`` are at least TELLS_SHARE of a headline's ``units``."""
+    return units > 0 and mask.bit_count() >= TELLS_SHARE * units
 
 
 def _text(fragment: str) -> str:
@@ -173,6 +185,18 @@ class SiteTemplate:
         """How many of the ``lines`` of a page of ``identity`` are its site's template."""
         return sum(self.is_template(line, identity) for line in lines)
 
+    def tells_story(
+        self, lines: Sequence[int], told: Sequence[int], units: int, identity: int
+    ) -> bool:
+        """Whether the ``lines`` of a page of ``identity`` that one other story had tell its
+        headline (``told``: the headline's ``units`` each line holds, as bit masks): the page
+        is that story under another headline (see :func:`strip_template`)."""
+        mask = 0
+        for line, bits in zip(lines, told, strict=True):
+            if self.others(line, identity) == 1:
+                mask |= bits
+        return enough_told(mask, units)
+
     def young(self) -> bool:
         """Whether the site's pages taught fewer than YOUNG_STORIES stories (as far as the
         lines remembered tell)."""
@@ -193,6 +217,8 @@ class Stripped:
     lines: tuple[int, ...]
     #: Whether the text is its site's, not an article of its own (see TEMPLATE_OWN_LETTERS).
     template_text: bool
+    #: The headline's units each of the ``lines`` holds, as bit masks (see :func:`told`).
+    told: tuple[int, ...] = ()
 
 
 def strip_template(text: str, identity: int, site: SiteTemplate, headline: str = "") -> Stripped:
@@ -204,7 +230,9 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
     template), so the index finds it a copy. Another post's teaser block, extracted on every
     page of a site, tells no page's headline.
     """
-    kept, judged, once, hashes = [], [], [], []
+    kept, judged, once = [], [], []
+    masks: dict[int, int] = {}  # line hash -> the headline's units it holds
+    units = headline_units(headline)
     own = removed = 0
     for line in text.splitlines():
         hashed = _line_hash(line)
@@ -213,7 +241,7 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
             judged.append(line)
             continue
         h, letters = hashed
-        hashes.append(h)
+        masks[h] = masks.get(h, 0) | (told(line, units) if units else 0)
         if not site.is_template(h, identity):
             own += letters
             kept.append(line)
@@ -223,9 +251,10 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
         if site.others(h, identity) == 1:
             once.append(line)
             judged.append(line)
-    distinct = tuple(dict.fromkeys(hashes))[:PAGE_LINES]
+    distinct = tuple(masks)[:PAGE_LINES]
+    marks = tuple(masks[h] for h in distinct)
     if not removed or own >= TEMPLATE_OWN_LETTERS:
-        return Stripped("\n".join(kept), distinct, False)
+        return Stripped("\n".join(kept), distinct, False, marks)
     if tells("\n".join(once), headline):
-        return Stripped("\n".join(judged), distinct, False)
-    return Stripped("", distinct, True)
+        return Stripped("\n".join(judged), distinct, False, marks)
+    return Stripped("", distinct, True, marks)

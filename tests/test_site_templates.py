@@ -15,8 +15,9 @@ from nearDupe.analysis import analyze_html
 from nearDupe.features import FeatureSettings
 from nearDupe.store.base import SENTENCE_SHARE, holders_of, sentence_matches
 from tests.crawl import CrawlResult, run_crawl
-from tests.mockserver import MockServer
+from tests.mockserver import MockServer, Page
 from tests.redis_server import RedisServer, require_redis
+from tests.site import article
 from tests.template_sites import HOSTS, ORDER, build_sites
 
 #: The first crawl teaches each template site three stories; the second brings the pages
@@ -114,3 +115,56 @@ def test_a_new_sites_pages_analysed_at_once_are_decided_one_at_a_time(
     assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
     assert [line["decision"] for line in result.report] == ["kept"] * len(pages), result.report
     assert result.stats["neardupe/rechecked"] == len(pages) - 1
+
+
+def _story(title: str, paragraphs: list[str]) -> bytes:
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return (
+        f"<html><head><title>{title} | The Grown Gazette</title></head><body>"
+        f"<article><h1>{title}</h1>{body}</article></body></html>"
+    ).encode()
+
+
+#: A grown site (four stories) whose next two pages extract to the same notice alone.
+NOTICE = (
+    "All content on this site is provided by its partners under agreement; it may not be "
+    "reproduced without the written permission of the rights holder, who is paid as agreed."
+)
+GROWN = {
+    **{
+        f"/s{i}": Page(_story(f"Story {slug}", article(slug)))
+        for i, slug in enumerate(("flood-warning", "science-fair", "library-app", "harbor-bridge"))
+    },
+    "/notice-a": Page(_story("Council passes budget", [NOTICE])),
+    "/notice-b": Page(_story("Ferry timetable changes", [NOTICE])),
+}
+
+
+@pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_grown_sites_pages_in_flight_are_not_joined_by_what_one_teaches(
+    backend: str, tmp_path: Path
+) -> None:
+    """Two different stories of a grown site, fetched at once, extract to the same notice:
+    both are fingerprinted before either is decided; the first is kept and teaches its site
+    the notice, so the second, finding it as its copy, is its site's text (template-text,
+    kept) rather than dropped at distance 0."""
+    with ExitStack() as stack:
+        server = stack.enter_context(MockServer(GROWN, host="127.0.0.5"))
+        index = str(tmp_path / "index")
+        if backend == "redis":
+            require_redis()
+            index = stack.enter_context(RedisServer(tmp_path / "redis")).url
+        settings = {"NEARDUPE_INDEX": index}
+        stories = ",".join(f"{server.url}/s{i}" for i in range(4))
+        grown = run_crawl(tmp_path / "grow", ["runspider", "tests/spiders/in_order.py", "-a",
+                                              f"urls={stories}"], settings)  # fmt: skip
+        assert [line["decision"] for line in grown.report] == ["kept"] * 4, grown.log
+        notices = f"{server.url}/notice-a,{server.url}/notice-b"
+        result = run_crawl(
+            tmp_path / "notices",
+            ["runspider", "tests/spiders/at_once.py", "-a", f"urls={notices}"],
+            settings,
+        )
+    assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
+    decisions = sorted((line["decision"], line["reason"]) for line in result.report)
+    assert decisions == [("kept", None), ("skipped", "template-text")], result.report

@@ -145,7 +145,7 @@ def test_a_young_sites_page_carries_its_text_until_the_site_is_grown() -> None:
     them it loses them. A grown site's page, or a page of no known site, carries nothing."""
     features = FeatureSettings()
     page = analyze_text(ARTICLE + "\n" + TAIL, 0, features, SiteTemplate(), 7)
-    assert page.recheck is not None and page.recheck.known == 0
+    assert page.recheck is not None and page.known == 0
     assert page.recheck.text == ARTICLE + "\n" + TAIL
     assert not page.outdated(SiteTemplate())
     site = taught((1, "Another story of the site, all its own words.\n" + TAIL))
@@ -161,3 +161,24 @@ def test_a_young_sites_page_carries_its_text_until_the_site_is_grown() -> None:
     assert not grown.young()
     assert analyze_text(ARTICLE, 0, features, grown, 7).recheck is None
     assert analyze_text(ARTICLE, 0, features).recheck is None
+
+
+def test_a_page_became_template_when_its_site_taught_all_its_lines_after_its_analysis() -> None:
+    """A page whose every line its site learned from another story after the page was
+    analysed became its site's text; one with a line of its own, or already stripped of
+    those lines, did not."""
+    features = FeatureSettings()
+    words = ["harbor", "ferry", "library", "garden"]
+    grown = taught(
+        *((i, f"The {word} story, in words of its own.") for i, word in enumerate(words))
+    )
+    notice = analyze_text(TAIL, 0, features, grown, 9)
+    assert notice.fingerprint is not None and notice.known == 0
+    later = taught(*((i, f"The {w} story, in words of its own.") for i, w in enumerate(words)),
+                   (5, TAIL))  # fmt: skip
+    assert notice.became_template(later)
+    assert not analyze_text(ARTICLE + "\n" + TAIL, 0, features, grown, 9).became_template(later)
+    assert not analyze_text(TAIL, 0, features, later, 9).became_template(later)
+    # The one other story's lines tell its headline: that story, republished (a copy).
+    republished = analyze_text(TAIL, 0, features, grown, 9, "Harbor bridge reopens")
+    assert not republished.became_template(later)
