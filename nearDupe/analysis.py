@@ -15,7 +15,6 @@ from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.sitetemplate import (
     SiteTemplate,
     headline_of,
-    headline_units,
     identity_of,
     strip_template,
 )
@@ -126,7 +125,7 @@ def analyze_text(
         lines=stripped.lines,
         identity=identity,
         known=taught.known(stripped.lines, identity),
-        units=len(headline_units(headline)),
+        units=stripped.units,
         told=stripped.told,
         recheck=recheck,
     )

@@ -124,13 +124,6 @@ def identity_of(headline: str, url: str) -> int:
     return xxh3_64_intdigest(data, _SEED) & 0xFFFF_FFFF or 1
 
 
-def tells(text: str, headline: str) -> bool:
-    """Whether ``text`` tells the story of ``headline``: it holds at least TELLS_SHARE of the
-    headline's words (of 3+ letters; Chinese: of its character pairs)."""
-    units = headline_units(headline)
-    return enough_told(told(text, units), len(units))
-
-
 def headline_units(headline: str) -> tuple[str, ...]:
     """What a text holds to tell ``headline``'s story: its words of 3+ letters, its Chinese
     character pairs."""
@@ -148,7 +141,8 @@ def told(text: str, units: Sequence[str]) -> int:
 
 
 def enough_told(mask: int, units: int) -> bool:
-    """Whether the units in ``mask`` are at least TELLS_SHARE of a headline's ``units``."""
+    """Whether a text holding the units in ``mask`` tells a headline of ``units``: at least
+    TELLS_SHARE of them."""
     return units > 0 and mask.bit_count() >= TELLS_SHARE * units
 
 
@@ -217,7 +211,9 @@ class Stripped:
     lines: tuple[int, ...]
     #: Whether the text is its site's, not an article of its own (see TEMPLATE_OWN_LETTERS).
     template_text: bool
-    #: The headline's units each of the ``lines`` holds, as bit masks (see :func:`told`).
+    #: The number of the headline's units, and those each of the ``lines`` holds, as bit
+    #: masks (see :func:`told`).
+    units: int = 0
     told: tuple[int, ...] = ()
 
 
@@ -230,7 +226,7 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
     template), so the index finds it a copy. Another post's teaser block, extracted on every
     page of a site, tells no page's headline.
     """
-    kept, judged, once = [], [], []
+    kept, judged = [], []
     masks: dict[int, int] = {}  # line hash -> the headline's units it holds
     units = headline_units(headline)
     own = removed = 0
@@ -249,12 +245,11 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
             continue
         removed += letters
         if site.others(h, identity) == 1:
-            once.append(line)
             judged.append(line)
     distinct = tuple(masks)[:PAGE_LINES]
     marks = tuple(masks[h] for h in distinct)
     if not removed or own >= TEMPLATE_OWN_LETTERS:
-        return Stripped("\n".join(kept), distinct, False, marks)
-    if tells("\n".join(once), headline):
-        return Stripped("\n".join(judged), distinct, False, marks)
-    return Stripped("", distinct, True, marks)
+        return Stripped("\n".join(kept), distinct, False, len(units), marks)
+    if site.tells_story(tuple(masks), tuple(masks.values()), len(units), identity):
+        return Stripped("\n".join(judged), distinct, False, len(units), marks)
+    return Stripped("", distinct, True, len(units), marks)
