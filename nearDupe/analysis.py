@@ -12,12 +12,7 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint_and_signature
-from nearDupe.sitetemplate import (
-    SiteTemplate,
-    headline_of,
-    identity_of,
-    strip_template,
-)
+from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
 from nearDupe.text import extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
@@ -75,11 +70,9 @@ class Analysis:
         analysed: its text is its site's (``template-text``), which pages decided while it was
         in flight taught, unless the lines one other story had tell its headline (that story,
         republished)."""
-        return (
-            bool(self.lines)
-            and self.outdated(site)
-            and site.known(self.lines, self.identity) == len(self.lines)
-            and not site.tells_story(self.lines, self.told, self.units, self.identity)
+        known = site.known(self.lines, self.identity)
+        return self.known < known == len(self.lines) and not site.tells_story(
+            self.lines, self.told, self.units, self.identity
         )
 
 
