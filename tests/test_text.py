@@ -181,6 +181,41 @@ def test_listing_without_main_keeps_readability_choice() -> None:
     assert extract_main_text(page).split("\n") == _FEATURED
 
 
+_SHOP_ITEMS = [f"{line[:-1]}, in size {size}." for size in "SMLX" for line in _ITEMS]
+
+
+@pytest.mark.parametrize(
+    ("declared", "whole"),
+    [
+        ('<meta property="og:type" content="website">', True),
+        ('<meta content="product.group" property="og:type" />', True),
+        ('<meta property="og:type" content="article">', False),
+        (
+            '<meta property="og:type" content="website"><script type="application/ld+json">'
+            '{"@type": "NewsArticle"}</script>',
+            False,
+        ),
+        ("", False),
+    ],
+)
+def test_a_page_declared_no_article_is_read_whole(declared: str, whole: bool) -> None:
+    # A shop's page (Open Graph "website", no article in its structured data) spreads its
+    # content over its items: readability's one box, a small share of the text, is not all.
+    items = "".join(
+        f"<div class='card'><div class='info'><h3>Item {i}</h3><p>{line}</p></div></div>"
+        for i, line in enumerate(_SHOP_ITEMS)
+    )
+    page = (
+        f"<html><head>{declared}</head><body><div><div class='card'><div class='info'>"
+        "<h3>Walnut chair</h3>"
+        + "".join(f"<p>{line}</p>" for line in _FEATURED)
+        + f"</div></div>{items}</div></body></html>"
+    )
+    lines = extract_main_text(page).split("\n")
+    assert all(line in lines for line in _FEATURED)
+    assert all(line in lines for line in _SHOP_ITEMS) is whole
+
+
 def test_box_named_like_a_sidebar_that_holds_the_page_is_its_layout() -> None:
     # A theme's layout box named after the sidebar beside the article ("sidebar-container"):
     # readability drops it as unlikely and picks the author's box; the fallback reads it.
