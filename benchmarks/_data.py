@@ -1,4 +1,4 @@
-"""Where the shared evaluation data lives, and pages decoded the way Scrapy decodes them."""
+"""Where the shared evaluation data lives, and pages decoded the way the plugin reads them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import os
 from pathlib import Path
 
 from scrapy.http import HtmlResponse
+
+from nearDupe.analysis import detect_encoding
+from nearDupe.decoding import decode as read_response
+from nearDupe.decoding import redecode
 
 
 def data_dir() -> Path:
@@ -17,5 +21,8 @@ def data_dir() -> Path:
 
 
 def decode(body: bytes, url: str) -> str:
-    """Page text as Scrapy decodes it when the server sends no charset."""
-    return HtmlResponse(url=url, body=body, headers={"Content-Type": "text/html"}).text
+    """Page text as the plugin reads it when the server sends no charset (Scrapy's decoding,
+    mended where nearDupe.decoding finds it wrong; "" for a body it skips)."""
+    response = HtmlResponse(url=url, body=body, headers={"Content-Type": "text/html"})
+    decoded = read_response(response) or redecode(response, detect_encoding(body))
+    return decoded.html

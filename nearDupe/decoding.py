@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
 from scrapy.http import HtmlResponse, Response
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from nearDupe.textlines import CONTROL
 
@@ -15,6 +17,16 @@ _SNIFF_CHARS = 8192
 _MAX_CONTROLS = 4
 #: A decoded page with more U+FFFD than this (and than 0.5 % of it) is in another encoding.
 _MAX_REPLACEMENTS = 8
+#: Bytes of a page that declares no charset read to tell whether it is Chinese in GB18030.
+_SAMPLE_BYTES = 262_144
+#: Hanzi a page must have, and their mean run, to be read as Chinese (other CJK encodings read
+#: as GB18030 give short runs between kana, symbols or spaces).
+_MIN_HANZI = 20
+_MIN_RUN = 4
+#: Share of those hanzi among GB2312's first level, the 3,755 most used: Chinese text is
+#: nearly all of them; single-byte text read as GB18030 pairs its letters into any hanzi.
+_MIN_COMMON = 0.9
+_HANZI_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,10 @@ def decode(response: HtmlResponse) -> Decoded | None:
             return Decoded(body.decode("utf-8"), redecoded_as="utf-8")
         except UnicodeDecodeError:
             pass
+        # Scrapy's detection takes such pages, Chinese in a sea of markup, for Japanese or
+        # Central European ones.
+        if not declared.startswith("gb") and not _declares_charset(response) and _chinese(body):
+            return Decoded(body.decode("gb18030", "replace"), redecoded_as="gb18030")
     if _readable(text):
         return Decoded(text)
     try:
@@ -69,6 +85,45 @@ def redecode(response: HtmlResponse, detected: str | None) -> Decoded:
         if _readable(fixed):
             return Decoded(fixed, redecoded_as=detected)
     return Decoded(skip_reason="bad-encoding")
+
+
+def _declares_charset(response: HtmlResponse) -> bool:
+    """Whether a response names its charset (a byte-order mark, its Content-Type, a ``<meta>``)
+    rather than leaving Scrapy to detect it."""
+    content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+    return bool(
+        read_bom(response.body)[0]
+        or http_content_type_encoding(content_type)
+        or html_body_declared_encoding(response.body)
+    )
+
+
+def _common_hanzi() -> re.Pattern[str]:
+    """A character class of GB2312's first-level hanzi (rows 0xB0-0xD7)."""
+    chars = []
+    for lead in range(0xB0, 0xD8):
+        for trail in range(0xA1, 0xFF):
+            try:
+                chars.append(bytes((lead, trail)).decode("gb2312"))
+            except UnicodeDecodeError:  # the row's last five places are empty
+                continue
+    return re.compile(f"[{''.join(chars)}]")
+
+
+_COMMON_HANZI = _common_hanzi()
+
+
+def _chinese(body: bytes) -> bool:
+    """Whether a body's start reads as Chinese text in GB18030 (a stray byte aside: _MIN_HANZI,
+    _MIN_RUN, _MIN_COMMON)."""
+    text = body[:_SAMPLE_BYTES].decode("gb18030", "replace")
+    if not _readable(text):
+        return False
+    runs = _HANZI_RUN.findall(text)
+    hanzi = sum(map(len, runs))
+    if hanzi < _MIN_HANZI or hanzi < _MIN_RUN * len(runs):
+        return False
+    return len(_COMMON_HANZI.findall(text)) >= _MIN_COMMON * hanzi
 
 
 def _readable(text: str) -> bool:

@@ -119,7 +119,7 @@ class NearDupeDownloaderMiddleware:
             decoded = redecode(response, await self.pool.run(detect_encoding, response.body))
         if decoded.redecoded_as:
             logger.info(
-                "nearDupe: %s is not %s as declared; analysing it as %s",
+                "nearDupe: %s does not read as %s; analysing it as %s",
                 response.url,
                 response.encoding,
                 decoded.redecoded_as,

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.http import HtmlResponse
 
+from nearDupe.decoding import decode
 from nearDupe.features import FeatureSettings
 from nearDupe.store import EmbeddedIndex, IndexHeader
 from tests.crawl import CrawlResult, assert_refused_at_start, run_crawl, shared_crawl
@@ -98,6 +100,10 @@ def _bad_site() -> tuple[dict[str, Page], dict[str, tuple[str, str | None]]]:
     )
     add("/zh/c.html", _html(zh_c).encode(), ("kept", None))
     add("/zh/c-gbk-no-charset.html", _html(zh_c).encode("gbk"), ("dropped", None), "text/html")
+    # Chinese in a sea of markup and no charset: Scrapy's detection takes it for Czech.
+    links = "<div class='nav'><a href='/'>more</a></div>\n" * 600
+    padded = _html(zh_b).replace("<body>", f"<body>{links}")
+    add("/zh/b-gbk-no-charset.html", padded.encode("gbk"), ("dropped", None), "text/html")
     add(
         "/zh/c-gbk-meta-utf8.html",
         _html(zh_c).replace("<head>", "<head>" + gbk_meta.replace("gbk", "utf-8")).encode("gbk"),
@@ -179,7 +185,7 @@ def test_bad_pages_are_counted_and_logged(bad_crawl) -> None:
     assert stats["neardupe/responses/skipped/binary"] == 2
     assert stats["neardupe/responses/skipped/empty"] == 2
     assert stats["neardupe/responses/truncated"] == 1
-    assert stats["neardupe/responses/redecoded"] == 3
+    assert stats["neardupe/responses/redecoded"] == 4
     assert f"nearDupe: {url}/big.html has " in log and "analysing the first 2000000" in log
     for path, reason in [
         ("/png-as-html.html", "binary"),
@@ -192,12 +198,13 @@ def test_bad_pages_are_counted_and_logged(bad_crawl) -> None:
         assert f"not fingerprinting {url}{path} ({reason})" in log, path
     assert f"nearDupe: kept {url}/tiny.html unchecked (tiny-text)" in log
     assert re.search(
-        rf"{url}/zh/a-gbk-says-utf8.html is not utf-8 as declared; analysing it as "
+        rf"{url}/zh/a-gbk-says-utf8.html does not read as utf-8; analysing it as "
         r"gb(k|18030|2312)",
         log,
     )
-    assert (
-        f"{url}/zh/b-utf8-says-gbk.html is not gb18030 as declared; analysing it as utf-8" in log
+    assert f"{url}/zh/b-utf8-says-gbk.html does not read as gb18030; analysing it as utf-8" in log
+    assert re.search(
+        rf"{url}/zh/b-gbk-no-charset.html does not read as (?!gb)\S+; analysing it as gb18030", log
     )
 
 
@@ -358,3 +365,47 @@ def test_a_page_that_takes_too_long_is_skipped_in_time(tmp_path: Path) -> None:
     assert decisions[server.url + "/unclosed.html"]["decision"] == "kept"
     assert result.stats["neardupe/responses/skipped/too-slow"] == 1
     assert "not fingerprinting" in result.log and "(too-slow)" in result.log
+
+
+_UNDECLARED = [
+    ("中国的首都是北京。北京有很多人居住，每天都有许多人乘坐地铁上下班。", "gbk", True),
+    (
+        "대한민국의 수도는 서울이다. 서울은 한강을 끼고 있으며 인구는 약 천만 명이다.",
+        "euc_kr",
+        False,
+    ),
+    (
+        "日本の首都は東京です。東京には多くの人が住んでいて、毎日電車で通勤しています。",
+        "euc_jp",
+        False,
+    ),
+    (
+        "日本の首都は東京です。東京には多くの人が住んでいて、毎日電車で通勤しています。",
+        "shift_jis",
+        False,
+    ),
+    ("台灣的首都是台北。台北有很多人居住，每天都有許多人搭乘捷運上下班。", "big5", False),
+    ("Столица России Москва. В Москве живёт много людей, они ездят на метро.", "cp1251", False),
+    (
+        "Η πρωτεύουσα της Ελλάδας είναι η Αθήνα. Πολλοί άνθρωποι ζουν στην Αθήνα.",
+        "iso8859_7",
+        False,
+    ),
+    ("Le café était très agréable, près de la fenêtre, où l'on voyait la forêt.", "cp1252", False),
+]
+
+
+@pytest.mark.parametrize(("text", "encoding", "chinese"), _UNDECLARED)
+def test_a_page_without_charset_is_read_as_chinese_only_when_it_is(
+    text: str, encoding: str, chinese: bool
+) -> None:
+    # In much markup, Scrapy's detection misreads a GBK page; other CJK and single-byte pages
+    # read as GB18030 give rare hanzi or short runs, and stay as Scrapy read them.
+    links = "<div class='nav'><a href='/'>more</a></div>\n" * 600
+    body = f"<html><body>{links}<p>{text * 20}</p></body></html>".encode(encoding)
+    response = HtmlResponse("http://127.0.0.1/", body=body, headers={"Content-Type": "text/html"})
+    decoded = decode(response)
+    assert decoded is not None
+    assert (decoded.redecoded_as == "gb18030") is chinese
+    if chinese:
+        assert text in decoded.html
