@@ -46,6 +46,16 @@ _RIVAL_MIN_CHARS = 100
 _RIVAL_MAX_LINKS = 0.25
 _BOX_SKIPS = 3
 
+#: Readability.js's step that readability-lxml lacks: when at least _ALTERNATIVES of the next
+#: _TOP_CANDIDATES - 1 candidates score _ALTERNATIVE_SHARE of the best one, the nearest ancestor
+#: of the best holding that many of them is the article (each of its paragraphs sits in a box of
+#: its own: page builders, ads between paragraphs). Here the alternatives must be boxes of the
+#: best one's kind (tag and class): a template's teasers and widgets that score alike pulled
+#: their text into the article.
+_TOP_CANDIDATES = 5
+_ALTERNATIVE_SHARE = 0.75
+_ALTERNATIVES = 3
+
 #: Elements inside the article named like furniture, holding at most this share of its text,
 #: are dropped.
 _FURNITURE_BLOCK_SHARE = 0.3
@@ -77,10 +87,35 @@ class BlockReadability(Document):
                 break
             del candidates[top["elem"]]
         best = super().select_best_candidate(candidates)
+        if best is not None:
+            best = self._common_ancestor(candidates, best)
         self.found_candidate = best is not None
         self._rivals = []
         if best is not None and is_cjk(SPACE.sub("", best["elem"].text_content() or "")):
             self._rivals = self._rival_blocks(candidates, best)
+        return best
+
+    def _common_ancestor(self, candidates: dict, best: dict) -> dict:
+        """The nearest ancestor of the best candidate holding _ALTERNATIVES of the candidates of
+        its kind that score nearly as high (_ALTERNATIVE_SHARE), or the best candidate."""
+        ranked = sorted(candidates.values(), key=lambda c: c["content_score"], reverse=True)
+        close = [
+            set(c["elem"].iterancestors())
+            for c in ranked[:_TOP_CANDIDATES]
+            if c is not best
+            and c["content_score"] >= _ALTERNATIVE_SHARE * best["content_score"]
+            and c["elem"].tag == best["elem"].tag
+            and c["elem"].get("class") == best["elem"].get("class")
+        ]
+        if len(close) < _ALTERNATIVES:
+            return best
+        for ancestor in best["elem"].iterancestors():
+            if ancestor.tag in ("body", "html"):
+                break
+            if sum(ancestor in ancestors for ancestors in close) >= _ALTERNATIVES:
+                found = candidates.get(ancestor) or self.score_node(ancestor)
+                score = max(found["content_score"], best["content_score"])
+                return {**found, "content_score": score}
         return best
 
     def _rival_blocks(self, candidates: dict, best: dict) -> list[lxml.html.HtmlElement]:

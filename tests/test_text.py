@@ -216,6 +216,33 @@ def test_a_page_declared_no_article_is_read_whole(declared: str, whole: bool) ->
     assert all(line in lines for line in _SHOP_ITEMS) is whole
 
 
+def test_an_article_of_one_box_a_paragraph_is_read_whole() -> None:
+    # A page builder puts each paragraph in boxes of its own, and the article's sections are
+    # cousins, not siblings: readability's one box is one paragraph.
+    paragraphs = [
+        *ARTICLE,
+        "Residents can comment on the plans at the library until March, and the council will "
+        "publish their views, with its answers, before the summer recess, the mayor said.",
+    ]
+    bio = "Jane Doe writes about cities and rivers for this paper since the spring of 2012."
+
+    def boxed(text: str) -> str:
+        return (
+            "<section class='sec'><div class='col'><div class='wrap'><div class='box'>"
+            f"<p>{text}</p></div></div></div></section>"
+        )
+
+    page = (
+        "<html><body><nav><a href='/'>Home</a> <a href='/city'>City</a></nav>"
+        f"<div class='builder'>{''.join(boxed(p) for p in paragraphs)}</div>"
+        f"<div class='more'>{boxed(bio)}</div>"
+        "<footer>Copyright 2024 Example News</footer></body></html>"
+    )
+    lines = extract_main_text(page).split("\n")
+    assert all(paragraph in lines for paragraph in paragraphs)
+    assert bio not in lines
+
+
 def test_box_named_like_a_sidebar_that_holds_the_page_is_its_layout() -> None:
     # A theme's layout box named after the sidebar beside the article ("sidebar-container"):
     # readability drops it as unlikely and picks the author's box; the fallback reads it.
