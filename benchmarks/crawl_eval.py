@@ -51,7 +51,7 @@ from quality_eval import run_pool
 
 from nearDupe import sitetemplate
 from nearDupe._settings import DEFAULT_CONFIRM_K, DEFAULT_K
-from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.analysis import Analysis, analyze_text, look_again
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters, normalize
@@ -176,6 +176,10 @@ def crawl(
             template = template_of(pages[i].template)
             identity = identity_of(headlines[i], f"http://{i}/")
             analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
+            if analysis.skip_reason == "template-text":  # as the plugin: its HTML again
+                analysis = look_again(
+                    analysis, pages[i].html, 200, features, template, headlines[i]
+                )
             waiting.append((i, template, analysis))
             if len(waiting) > in_flight:
                 yield waiting.popleft()

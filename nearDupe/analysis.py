@@ -13,7 +13,7 @@ from nearDupe.shorttext import (
 )
 from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
-from nearDupe.text import extract_main_text
+from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
 
@@ -153,7 +153,7 @@ def analyze_html(
     """Extract the main text of a decoded HTML page (at ``url``), then :func:`analyze_text` it
     without its site's template lines."""
     text = extract_main_text(html, max_chars=max_chars)
-    return analyze_extracted(text, html, url, min_length, features, site)
+    return analyze_extracted(text, html, url, min_length, features, site, max_chars)
 
 
 def analyze_extracted(
@@ -163,11 +163,39 @@ def analyze_extracted(
     min_length: int,
     features: FeatureSettings,
     site: SiteTemplate | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Analysis:
     """:func:`analyze_text` of the main text extracted from ``html`` (at ``url``), the page's
-    headline telling its story apart from its site's others."""
+    headline telling its story apart from its site's others (:func:`look_again` at a page
+    whose text is its site's)."""
     headline = headline_of(html)
-    return analyze_text(text, min_length, features, site, identity_of(headline, url), headline)
+    identity = identity_of(headline, url)
+    analysis = analyze_text(text, min_length, features, site, identity, headline)
+    if site is None or analysis.skip_reason != "template-text":
+        return analysis
+    return look_again(analysis, html, min_length, features, site, headline, max_chars)
+
+
+def look_again(
+    analysis: Analysis,
+    html: str,
+    min_length: int,
+    features: FeatureSettings,
+    site: SiteTemplate,
+    headline: str,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> Analysis:
+    """A ``template-text`` page analysed again from its HTML without the blocks its ``site``
+    taught: the extractor took the site's block for the page's article (a long teaser or
+    notice beside a short story). The first analysis stands if nothing of its own is left."""
+    identity = analysis.identity
+
+    def unwanted(line: str) -> bool:
+        return site.is_template_line(line, identity)
+
+    text = extract_main_text(html, max_chars=max_chars, unwanted=unwanted)
+    again = analyze_text(text, min_length, features, site, identity, headline)
+    return analysis if again.fingerprint is None else again
 
 
 def detect_encoding(body: bytes) -> str | None:

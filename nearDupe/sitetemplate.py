@@ -175,6 +175,11 @@ class SiteTemplate:
         TEMPLATE_PAGES other stories."""
         return self.others(line, identity) >= TEMPLATE_PAGES
 
+    def is_template_line(self, line: str, identity: int) -> bool:
+        """Whether a line of text of a page of ``identity`` is its site's template."""
+        hashed = _line_hash(line)
+        return hashed is not None and self.is_template(hashed[0], identity)
+
     def known(self, lines: Iterable[int], identity: int) -> int:
         """How many of the ``lines`` of a page of ``identity`` are its site's template."""
         return sum(self.is_template(line, identity) for line in lines)

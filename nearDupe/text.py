@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import lxml.etree
 import lxml.html
 
 from nearDupe.readability_text import BlockReadability
 from nearDupe.textblocks import (
+    BLOCK_TAGS,
     chrome_free_lines,
     fallback_text,
     lines_text,
@@ -70,13 +72,21 @@ _ARTICLE_TYPE = re.compile(
 _RETRY_LENGTH = 100
 
 
-def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The main article text of a decoded HTML page, one text block per line ("" if none)."""
+def extract_main_text(
+    html: str,
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    unwanted: Callable[[str], bool] | None = None,
+) -> str:
+    """The main article text of a decoded HTML page, one text block per line ("" if none);
+    without the innermost blocks whose text is ``unwanted`` (a site's template lines)."""
     try:
         html = html[:max_chars]
         root = _parse_html(html)
         if root is None:
             return ""
+        if unwanted is not None:
+            _drop_blocks(root, unwanted)
         readability = BlockReadability(root, retry_length=_RETRY_LENGTH)
         readability.discussion = any(name in html for name in _DISCUSSION)
         try:
@@ -98,6 +108,16 @@ def extract_main_text(html: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         return main
     except Exception:
         return ""
+
+
+def _drop_blocks(root: lxml.html.HtmlElement, unwanted: Callable[[str], bool]) -> None:
+    """Drop the innermost blocks (holding no other block) whose text is ``unwanted``."""
+    for elem in list(root.iter(*BLOCK_TAGS)):
+        if next(elem.iterdescendants(*BLOCK_TAGS), None) is not None:
+            continue
+        line = " ".join((elem.text_content() or "").split())
+        if line and unwanted(line):
+            elem.drop_tree()
 
 
 def _spread_page(html: str) -> bool:

@@ -10,7 +10,7 @@ import lxml.html
 from nearDupe.textlines import SPACE, dense_length
 
 # fmt: off
-_BLOCK_TAGS = frozenset({
+BLOCK_TAGS = frozenset({
     "address", "article", "aside", "blockquote", "body", "br", "center", "dd", "details",
     "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
     "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "li", "main", "menu",
@@ -89,12 +89,12 @@ def block_lines(
             if elem is not root and (tag in skip_tags or named_aside(elem)):
                 walker.skip_subtree()
                 continue
-            if tag in _BLOCK_TAGS:
+            if tag in BLOCK_TAGS:
                 parts.append(("\n", False))
             if elem.text:
                 parts.append((elem.text, links > 0))
             continue
-        if tag in _BLOCK_TAGS:
+        if tag in BLOCK_TAGS:
             parts.append(("\n", False))
         if tag == "a":
             links -= 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nearDupe.analysis import analyze_text
+from nearDupe.analysis import analyze_html, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
     LINE_TITLES,
@@ -15,6 +15,7 @@ from nearDupe.sitetemplate import (
     strip_template,
 )
 from nearDupe.store.sites import learned
+from nearDupe.text import extract_main_text
 
 ARTICLE = "\n".join(
     f"Paragraph {i} of the council's budget story, with its own words number {i}."
@@ -182,3 +183,34 @@ def test_a_page_became_template_when_its_site_taught_all_its_lines_after_its_ana
     # The one other story's lines tell its headline: that story, republished (a copy).
     republished = analyze_text(TAIL, 0, features, grown, 9, "Harbor bridge reopens")
     assert not republished.became_template(later)
+
+
+def test_a_page_whose_text_is_its_sites_block_is_read_again_without_it() -> None:
+    """The extractor takes a site's long block (an essay beside every story) for a short
+    story's article; once the site taught the block, the page is read without it."""
+    block = "".join(
+        f"<p>Our newsletter, written by readers, for readers, in town {i}, brings you the "
+        f"week's events, the markets, the schools, the parks, and the council's plans.</p>"
+        for i in range(8)
+    )
+
+    def page(story: list[str], with_block: bool = True) -> str:
+        side = f"<div class='side'><div class='essay'>{block}</div></div>" if with_block else ""
+        paragraphs = "".join(f"<p>{line}</p>" for line in story)
+        return f"<html><body><div><div class='story'>{paragraphs}</div></div>{side}</body></html>"
+
+    story = [
+        "The harbor bridge reopened on Monday after three weeks of repairs to its deck.",
+        "Drivers had used the ferry meanwhile; the city thanked them for their patience.",
+    ]
+    other = ["The library now lends tools.", "Members may borrow a drill for a week."]
+    features = FeatureSettings()
+    # The block outranks the story, which is not in the text.
+    assert story[0] not in extract_main_text(page(story))
+    site = taught((1, extract_main_text(page(other))))
+    analysis = analyze_html(page(story), 0, 2_000_000, features, site, "https://ledger.test/b")
+    alone = analyze_html(page(story, with_block=False), 0, 2_000_000, features)
+    assert analysis.skip_reason is None and analysis.fingerprint == alone.fingerprint
+    # Without what the site taught, the page is its block (and the block is its text).
+    first = analyze_html(page(story), 0, 2_000_000, features, SiteTemplate())
+    assert first.fingerprint != alone.fingerprint

@@ -68,7 +68,13 @@ def analyze_page(
     main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
     site = view.site_template(response.url)
     return main, analyze_extracted(
-        main, decoded.html, response.url, config.min_text_length, view.features, site
+        main,
+        decoded.html,
+        response.url,
+        config.min_text_length,
+        view.features,
+        site,
+        config.max_html_chars,
     )
 
 
