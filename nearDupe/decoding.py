@@ -18,7 +18,7 @@ _MAX_CONTROLS = 4
 #: A decoded page with more U+FFFD than this (and than 0.5 % of it) is in another encoding.
 _MAX_REPLACEMENTS = 8
 #: Bytes of a page that declares no charset read to tell whether it is Chinese in GB18030.
-_SAMPLE_BYTES = 262_144
+_SAMPLE_BYTES = 65_536
 #: Hanzi a page must have, and their mean run, to be read as Chinese (other CJK encodings read
 #: as GB18030 give short runs between kana, symbols or spaces).
 _MIN_HANZI = 20
