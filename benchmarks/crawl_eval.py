@@ -51,7 +51,7 @@ from quality_eval import run_pool
 
 from nearDupe import sitetemplate
 from nearDupe._settings import DEFAULT_CONFIRM_K, DEFAULT_K
-from nearDupe.analysis import Analysis, analyze_text, look_again
+from nearDupe.analysis import Analysis, analyze_page
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters, normalize
@@ -175,11 +175,9 @@ def crawl(
         for i in order:
             template = template_of(pages[i].template)
             identity = identity_of(headlines[i], f"http://{i}/")
-            analysis = analyze_text(texts[i], 200, features, template, identity, headlines[i])
-            if analysis.skip_reason == "template-text":  # as the plugin: its HTML again
-                analysis = look_again(
-                    analysis, pages[i].html, 200, features, template, headlines[i]
-                )
+            analysis = analyze_page(
+                texts[i], pages[i].html, 200, features, template, identity, headlines[i]
+            )
             waiting.append((i, template, analysis))
             if len(waiting) > in_flight:
                 yield waiting.popleft()
@@ -195,7 +193,9 @@ def crawl(
             if recheck and analysis.recheck is not None and analysis.outdated(now):
                 tally.rechecked += 1
                 again = analysis.recheck
-                analysis = analyze_text(again.text, 200, features, now, identity, again.headline)
+                analysis = analyze_page(
+                    again.text, again.html, 200, features, now, identity, again.headline
+                )
                 template = now
             n = seen_in_site[site]
             seen_in_site[site] += 1

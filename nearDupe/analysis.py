@@ -27,18 +27,22 @@ META_KEY = "neardupe"
 @dataclass(frozen=True)
 class Recheck:
     """What a page of a young site (sitetemplate.YOUNG_STORIES) needs to be analysed again at
-    its decision: its site may have taught more of its lines while it waited."""
+    its decision (:func:`analyze_page`): its site may have taught more of its lines while it
+    waited."""
 
     text: str
     headline: str
+    #: The HTML the text came from ("" for an item's text field): read again without its
+    #: site's blocks if all of the text turns out to be its site's (:func:`look_again`).
+    html: str = ""
 
 
 @dataclass(frozen=True)
 class Analysis:
     """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted.
 
-    It is all the crawl needs of a page (the text stays in the worker that extracted it, unless
-    its site is young: see :class:`Recheck`)."""
+    It is all the crawl needs of a page (the text and HTML stay in the worker that read them,
+    unless its site is young: see :class:`Recheck`)."""
 
     fingerprint: int | None
     skip_reason: str | None = None
@@ -165,13 +169,28 @@ def analyze_extracted(
     site: SiteTemplate | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Analysis:
-    """:func:`analyze_text` of the main text extracted from ``html`` (at ``url``), the page's
-    headline telling its story apart from its site's others (:func:`look_again` at a page
-    whose text is its site's)."""
+    """:func:`analyze_page` of the main text extracted from ``html`` (at ``url``), the page's
+    headline telling its story apart from its site's others."""
     headline = headline_of(html)
     identity = identity_of(headline, url)
-    analysis = analyze_text(text, min_length, features, site, identity, headline)
-    if site is None or analysis.skip_reason != "template-text":
+    return analyze_page(text, html, min_length, features, site, identity, headline, max_chars)
+
+
+def analyze_page(
+    text: str,
+    html: str,
+    min_length: int,
+    features: FeatureSettings,
+    site: SiteTemplate | None,
+    identity: int,
+    headline: str,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> Analysis:
+    """:func:`analyze_text` of a page's main ``text``, extracted from ``html``; a page whose
+    text is all its ``site``'s is read again from ``html`` (:func:`look_again`), and a young
+    site's page keeps ``html`` to be, at its decision."""
+    analysis = _keeping(html, analyze_text(text, min_length, features, site, identity, headline))
+    if site is None or analysis.skip_reason != "template-text" or not html:
         return analysis
     return look_again(analysis, html, min_length, features, site, headline, max_chars)
 
@@ -195,7 +214,14 @@ def look_again(
 
     text = extract_main_text(html, max_chars=max_chars, unwanted=unwanted)
     again = analyze_text(text, min_length, features, site, identity, headline)
-    return analysis if again.fingerprint is None else again
+    return analysis if again.fingerprint is None else _keeping(html, again)
+
+
+def _keeping(html: str, analysis: Analysis) -> Analysis:
+    """``analysis`` whose :class:`Recheck`, if it has one, keeps the page's ``html``."""
+    if analysis.recheck is None:
+        return analysis
+    return replace(analysis, recheck=replace(analysis.recheck, html=html))
 
 
 def detect_encoding(body: bytes) -> str | None:

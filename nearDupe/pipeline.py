@@ -15,7 +15,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredLock
 
 from nearDupe import gcfreeze
-from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.analysis import Analysis, analyze_page, analyze_text
 from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
@@ -182,13 +182,15 @@ class NearDupePipeline:
             again = await self._state.pool.run(
                 analyze_within,
                 self.config.analysis_timeout,
-                analyze_text,
+                analyze_page,
                 analysis.recheck.text,
+                analysis.recheck.html,
                 self.config.min_text_length,
                 self.config.features,
                 site,
                 analysis.identity,
                 analysis.recheck.headline,
+                self.config.max_html_chars,
             )
         except (Exception, AnalysisTimeout) as exc:  # an aid: the first analysis stands
             self.stats.inc_value("neardupe/site_errors")

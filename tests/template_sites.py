@@ -142,3 +142,22 @@ def build_sites() -> dict[str, dict[str, Page]]:
         site: {path: _page(site, t, paras, TAILS[site]) for path, (t, paras) in pages.items()}
         for site, pages in STORIES.items()
     }
+
+
+#: A long block a site shows beside every story (a newsletter's essay): a page-by-page
+#: extractor takes it for a short story's article.
+ESSAY = "".join(
+    f"<p>Our newsletter, written by readers, for readers, in town {i}, brings you the week's "
+    f"events, the markets, the schools, the parks, and the council's plans.</p>"
+    for i in range(8)
+)
+
+
+def essay_page(story: list[str], title: str = "", with_essay: bool = True) -> str:
+    """A short ``story`` in its own box and, unless not ``with_essay``, the site's essay."""
+    head = f"<head><title>{title}</title></head>" if title else ""
+    side = f"<div class='side'><div class='essay'>{ESSAY}</div></div>" if with_essay else ""
+    paragraphs = "".join(f"<p>{line}</p>" for line in story)
+    return (
+        f"<html>{head}<body><div><div class='story'>{paragraphs}</div></div>{side}</body></html>"
+    )

@@ -18,7 +18,7 @@ from tests.crawl import CrawlResult, run_crawl
 from tests.mockserver import MockServer, Page
 from tests.redis_server import RedisServer, require_redis
 from tests.site import article
-from tests.template_sites import HOSTS, ORDER, build_sites
+from tests.template_sites import HOSTS, ORDER, build_sites, essay_page
 
 #: The first crawl teaches each template site three stories; the second brings the pages
 #: under test: two different short stories wrapped in teasers (on two sites: one heads its
@@ -168,3 +168,63 @@ def test_a_grown_sites_pages_in_flight_are_not_joined_by_what_one_teaches(
     assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
     decisions = sorted((line["decision"], line["reason"]) for line in result.report)
     assert decisions == [("kept", None), ("skipped", "template-text")], result.report
+
+
+#: Two short stories of a new site, each beside the site's essay, and a plain site's copies.
+SHORT = {
+    "/harbor": (
+        "Harbor bridge reopens",
+        [
+            "The harbor bridge reopened on Monday after three weeks of repairs to its deck.",
+            "Drivers had used the ferry meanwhile; the city thanked them for their patience.",
+        ],
+    ),
+    "/library": (
+        "Library lends tools",
+        [
+            "The town library now lends tools as well as books, from drills to ladders.",
+            "Members may borrow one tool for a week, and the first loan is free of charge.",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_new_sites_page_that_became_its_essay_is_read_again_from_its_html(
+    backend: str, tmp_path: Path
+) -> None:
+    """A new site's two short stories, fetched at once, each extract to the essay the site
+    shows beside them: the first decided is kept (its site knows nothing yet) and teaches
+    the essay; the second, all its site's text at its decision, is read again from its HTML
+    without the essay, and is the copy of its story that a plain site stored first (before:
+    kept unfingerprinted as template-text)."""
+
+    def pages(with_essay: bool) -> dict[str, Page]:
+        return {
+            path: Page(essay_page(story, title, with_essay).encode())
+            for path, (title, story) in SHORT.items()
+        }
+
+    with ExitStack() as stack:
+        plain = stack.enter_context(MockServer(pages(False), host="127.0.0.6"))
+        essays = stack.enter_context(MockServer(pages(True), host="127.0.0.7"))
+        index = str(tmp_path / "index")
+        if backend == "redis":
+            require_redis()
+            index = stack.enter_context(RedisServer(tmp_path / "redis")).url
+        settings = {"NEARDUPE_INDEX": index}
+        urls = [plain.url + path for path in SHORT]
+        stored = run_crawl(tmp_path / "plain", ["runspider", "tests/spiders/in_order.py", "-a",
+                                                f"urls={','.join(urls)}"], settings)  # fmt: skip
+        assert [line["decision"] for line in stored.report] == ["kept"] * 2, stored.log
+        urls = [essays.url + path for path in SHORT]
+        result = run_crawl(
+            tmp_path / "essays",
+            ["runspider", "tests/spiders/at_once.py", "-a", f"urls={','.join(urls)}"],
+            settings,
+        )
+    assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
+    first, second = result.report
+    assert first["decision"] == "kept", result.report
+    assert second["decision"] == "dropped", result.report
+    assert second["duplicate_of"] == plain.url + second["url"].removeprefix(essays.url)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nearDupe.analysis import analyze_html, analyze_text
+from nearDupe.analysis import analyze_html, analyze_page, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
     LINE_TITLES,
@@ -16,6 +16,7 @@ from nearDupe.sitetemplate import (
 )
 from nearDupe.store.sites import learned
 from nearDupe.text import extract_main_text
+from tests.template_sites import essay_page
 
 ARTICLE = "\n".join(
     f"Paragraph {i} of the council's budget story, with its own words number {i}."
@@ -188,17 +189,6 @@ def test_a_page_became_template_when_its_site_taught_all_its_lines_after_its_ana
 def test_a_page_whose_text_is_its_sites_block_is_read_again_without_it() -> None:
     """The extractor takes a site's long block (an essay beside every story) for a short
     story's article; once the site taught the block, the page is read without it."""
-    block = "".join(
-        f"<p>Our newsletter, written by readers, for readers, in town {i}, brings you the "
-        f"week's events, the markets, the schools, the parks, and the council's plans.</p>"
-        for i in range(8)
-    )
-
-    def page(story: list[str], with_block: bool = True) -> str:
-        side = f"<div class='side'><div class='essay'>{block}</div></div>" if with_block else ""
-        paragraphs = "".join(f"<p>{line}</p>" for line in story)
-        return f"<html><body><div><div class='story'>{paragraphs}</div></div>{side}</body></html>"
-
     story = [
         "The harbor bridge reopened on Monday after three weeks of repairs to its deck.",
         "Drivers had used the ferry meanwhile; the city thanked them for their patience.",
@@ -206,11 +196,20 @@ def test_a_page_whose_text_is_its_sites_block_is_read_again_without_it() -> None
     other = ["The library now lends tools.", "Members may borrow a drill for a week."]
     features = FeatureSettings()
     # The block outranks the story, which is not in the text.
-    assert story[0] not in extract_main_text(page(story))
-    site = taught((1, extract_main_text(page(other))))
-    analysis = analyze_html(page(story), 0, 2_000_000, features, site, "https://ledger.test/b")
-    alone = analyze_html(page(story, with_block=False), 0, 2_000_000, features)
+    assert story[0] not in extract_main_text(essay_page(story))
+    site = taught((1, extract_main_text(essay_page(other))))
+    url = "https://ledger.test/b"
+    analysis = analyze_html(essay_page(story), 0, 2_000_000, features, site, url)
+    alone = analyze_html(essay_page(story, with_essay=False), 0, 2_000_000, features)
     assert analysis.skip_reason is None and analysis.fingerprint == alone.fingerprint
     # Without what the site taught, the page is its block (and the block is its text).
-    first = analyze_html(page(story), 0, 2_000_000, features, SiteTemplate())
+    first = analyze_html(essay_page(story), 0, 2_000_000, features, SiteTemplate())
     assert first.fingerprint != alone.fingerprint
+    # Analysed so while its site was young, it is read again from its HTML at its decision.
+    assert first.recheck is not None and first.recheck.html == essay_page(story)
+    again = first.recheck
+    assert analyze_text(again.text, 0, features, site, first.identity).skip_reason == (
+        "template-text"
+    )
+    decided = analyze_page(again.text, again.html, 0, features, site, first.identity, "")
+    assert decided.fingerprint == alone.fingerprint
