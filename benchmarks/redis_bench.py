@@ -14,7 +14,10 @@ rounds: ops/s, p50/p99 latency, server CPU per check (used_cpu_user+sys delta / 
 ``spread``: the busiest node's lowest and highest of the rounds) and the capacity that implies
 (one core per node), and the crawlers' CPU per check (client us: what limits the measured
 rate when clients and servers share this machine's cores), and ``calls``: the script calls a
-check costs the busiest node (each has a cost of its own, whatever its keys), and ``in scripts``:
+check costs the busiest node (each has a cost of its own, whatever its keys), ``commands``: the
+commands a check costs each node (a script's own commands counted one by one; each key a command
+touches is a lookup in a dictionary of millions, cold in the cache: the CPU figures follow them
+across topologies), and ``in scripts``:
 the time each node spent in them a check (INFO commandstats: its clock, so a script the
 machine's other processes interrupt counts their time too; the rest of the node's CPU is its
 plain reads, the network and the event loop); bytes per page
@@ -236,6 +239,11 @@ def _cpu(ports: list[int]) -> list[float]:
     return [i["used_cpu_user"] + i["used_cpu_sys"] for i in _infos(ports, "cpu")]
 
 
+def _commands(ports: list[int]) -> list[int]:
+    """Commands each node has processed (a script's own commands counted one by one)."""
+    return [int(i["total_commands_processed"]) for i in _infos(ports, "stats")]
+
+
 def _memory(ports: list[int]) -> list[int]:
     return [int(i["used_memory"]) for i in _infos(ports, "memory")]
 
@@ -276,10 +284,13 @@ def run_round(
     """Time one round of check-and-adds with ``code``; server CPU and script calls per check
     and node."""
     _on_each(ports, "CONFIG RESETSTAT")
-    cpu = _cpu(ports)
+    cpu, commands = _cpu(ports), _commands(ports)
     done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
                inflight=a.inflight, round_=round_)  # fmt: skip
     cpu_us = [(c - b) / done["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
+    done["commands"] = [
+        (c - b) / done["ops"] for c, b in zip(_commands(ports), commands, strict=True)
+    ]
     scripts = _scripts(ports)
     calls = max(c for c, _us in scripts) / done["ops"]
     return {**done, "cpu_us": cpu_us, "calls": calls,
@@ -300,7 +311,7 @@ def _median(rounds: list[dict], loaded: dict) -> dict:
         },
         **{
             key: [median(r[key][i] for r in rounds) for i in range(nodes)]
-            for key in ("cpu_us", "script_us")
+            for key in ("cpu_us", "script_us", "commands")
         },
         "spread": f"{min(busiest):.0f}-{max(busiest):.0f}",
     }
@@ -317,11 +328,12 @@ def _row(code: str, topology: str, n: int, r: dict) -> str:
     nodes = "/".join(f"{b:.0f}" for b in r["bytes"])
     cpus = "/".join(f"{c:.0f}" for c in r["cpu_us"])
     scripts = "/".join(f"{c:.0f}" for c in r["script_us"])
+    commands = "/".join(f"{c:.1f}" for c in r["commands"])
     capacity = _capacity(r)
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
         f"{per_page:>7.0f} {nodes:>15} {cpus:>13} {scripts:>13} {r['spread']:>9} "
-        f"{capacity:>10,.0f} {r['client_us']:>10,.0f} {r['calls']:>6.2f} "
+        f"{capacity:>10,.0f} {r['client_us']:>10,.0f} {r['calls']:>6.2f} {commands:>14} "
         f"{'' if r['sentences'] else 'no sentences loaded'}"
     )
 
@@ -361,7 +373,7 @@ def main() -> None:
     head = (
         f"{'stored N':>10} {'code':<5} {'topology':<8} {'ops/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'B/page':>7} {'B/page/node':>15} {'CPU us/node':>13} {'in scripts':>13} {'spread':>9} "
-        f"{'capacity':>10} {'client us':>10} {'calls':>6}"
+        f"{'capacity':>10} {'client us':>10} {'calls':>6} {'commands/node':>14}"
     )
     print(head + "\n" + "-" * len(head), flush=True)
     results: dict[tuple[str, str, int], dict] = {}

@@ -11,8 +11,8 @@ against the store's own (its layout's ``page_record`` and sentence records under
 ``recorded``), and a
 sample of pages is found by ``query`` (its fingerprint) and ``holders`` (its sentences)
 before the rounds.  Reported per size: load seconds, bytes a page (INFO used_memory), then
-per round ops/s, p50/p99, server CPU per check (per node) and crawler CPU per check, and
-their medians (and a cluster's capacity against one node's); with
+per round ops/s, p50/p99, server CPU and commands per check (per node) and crawler CPU per
+check, and their medians (and a cluster's capacity against one node's); with
 ``--old REV`` that revision's code runs rounds too, in turn with this tree's, against the
 same index (a revision before format 4, 48ae2a7, refuses the format-4 index this tree builds).
 
@@ -186,6 +186,11 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
     client.set(store._count_key, n)
 
 
+def _nodes(values: list[float], spec: str) -> str:
+    """One figure per node, joined by slashes."""
+    return "/".join(format(v, spec) for v in values)
+
+
 def _check_records(store: Any) -> None:
     """The loader's page and sentence records of a few pages are the store's own bytes."""
     from nearDupe.store.base import recorded, sketch_of
@@ -253,11 +258,11 @@ def main() -> None:
     load_avg = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs (load {load_avg}); {rb.HEADER}; {a.procs} processes x "
           f"{a.inflight} in flight, pages of {a.sentences} sentences, {a.ops} check-and-adds a "
-          f"round (half new, half near copies), laid out for "
-          f"{a.layout_pages or 'the default'} pages; server us: per node")  # fmt: skip
+          f"round (half new, half near copies), laid out for {a.layout_pages or 'the default'} "
+          f"pages; server us, commands: a check, per node")  # fmt: skip
     print(f"{'stored N':>12} {'code':<4} {'topology':<8} {'load s':>7} {'B/page (nodes)':>16} "
           f"{'round':>5} {'ops/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'server us':>12} "
-          f"{'client us':>9}")  # fmt: skip
+          f"{'client us':>9} {'commands':>14}")  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="neardupe-scale-"))
     codes = [("new", HERE.parent)]
     if a.old:
@@ -313,17 +318,20 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
                 print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>16} "
                       f"{r:>5} {done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
                       f"{'/'.join(f'{u:.0f}' for u in done['cpu_us']):>12} "
-                      f"{done['client_us']:>9.0f}", flush=True)  # fmt: skip
+                      f"{done['client_us']:>9.0f} {_nodes(done['commands'], '.1f'):>14}",
+                      flush=True)  # fmt: skip
         median = statistics.median
         out = []
         for code, got in rounds.items():
             cpu = [median(r["cpu_us"][i] for r in got) for i in range(len(ports))]
+            commands = [median(r["commands"][i] for r in got) for i in range(len(ports))]
             print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>16} "
                   f"{'med':>5} {median(r['rate'] for r in got):>7,.0f} "
                   f"{median(r['p50'] for r in got):>7.2f} "
                   f"{median(r['p99'] for r in got):>7.2f} "
                   f"{'/'.join(f'{u:.0f}' for u in cpu):>12} "
-                  f"{median(r['client_us'] for r in got):>9.0f}", flush=True)  # fmt: skip
+                  f"{median(r['client_us'] for r in got):>9.0f} {_nodes(commands, '.1f'):>14}",
+                  flush=True)  # fmt: skip
             out.append(median(1e6 / max(r["cpu_us"]) for r in got))
         client.close()
         return out
