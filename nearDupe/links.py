@@ -26,7 +26,8 @@ class NearDupeSpiderMiddleware:
         return cls(CrawlState.of(crawler).links)
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        """Pass everything through, linking items (not requests) to the response."""
+        """Pass everything through, linking items to the response (requests carry none of its
+        Analysis)."""
         for obj in result:
             self._link(response, obj)
             yield obj
@@ -40,5 +41,9 @@ class NearDupeSpiderMiddleware:
             yield obj
 
     def _link(self, response: Response, obj: Any) -> None:
-        if not isinstance(obj, Request):
+        if isinstance(obj, Request):
+            # A spider that passes its response's meta on (meta=response.meta) would queue the
+            # page's Analysis (a young site's page: its text and HTML) with every request.
+            obj.meta.pop(META_KEY, None)
+        else:
             self.links.attach(obj, response.url, response.meta.get(META_KEY))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 
@@ -22,9 +23,10 @@ from nearDupe._settings import (
     Config,
 )
 from nearDupe.addon import COMPONENTS
-from nearDupe.analysis import Analysis
+from nearDupe.analysis import META_KEY, Analysis, Recheck
 from nearDupe.crawlstate import ItemLinks
 from nearDupe.features import FeatureSettings
+from nearDupe.links import NearDupeSpiderMiddleware
 from nearDupe.logformatter import NearDupeLogFormatter
 from nearDupe.pipeline import NearDupePipeline
 from nearDupe.report import Decision, ReportWriter, read_report
@@ -115,6 +117,21 @@ def test_item_links_follow_the_item_object_not_equal_ones() -> None:
     links.attach(dataclass_item, "http://b/", None)
     links.forget(dataclass_item)
     assert len(links) == 0
+
+
+def test_items_are_linked_to_their_response_and_requests_carry_none_of_it() -> None:
+    """A spider passing its response's meta on to its next requests (meta=response.meta) does
+    not queue the page's Analysis, which for a young site's page holds its text and HTML."""
+    links = ItemLinks()
+    analysis = Analysis(5, recheck=Recheck("text", "headline", "<html>" + "x" * 10_000))
+    request = Request("http://a/", meta={META_KEY: analysis})
+    response = HtmlResponse("http://a/", body=b"<html></html>", request=request)
+    item = {"url": "http://a/"}
+    follow = Request("http://a/next", meta=response.meta)
+    out = list(NearDupeSpiderMiddleware(links).process_spider_output(response, [item, follow]))
+    assert out == [item, follow]
+    assert META_KEY not in follow.meta and response.meta[META_KEY] is analysis
+    assert links.pop(item) == ("http://a/", analysis)
 
 
 def test_report_lines_and_drop_message(tmp_path: Path) -> None:
