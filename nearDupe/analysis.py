@@ -187,8 +187,8 @@ def analyze_page(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Analysis:
     """:func:`analyze_text` of a page's main ``text``, extracted from ``html``; a page whose
-    text is all its ``site``'s is read again from ``html`` (:func:`look_again`), and a young
-    site's page keeps ``html`` to be, at its decision."""
+    text is all its ``site``'s is read again from ``html`` (:func:`look_again`); a young
+    site's page keeps ``html``, to be read so again at its decision."""
     analysis = _keeping(html, analyze_text(text, min_length, features, site, identity, headline))
     if site is None or analysis.skip_reason != "template-text" or not html:
         return analysis
