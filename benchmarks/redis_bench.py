@@ -281,19 +281,17 @@ def load_index(
 def run_round(
     code: Path, url: str, ports: list[int], cluster: bool, n: int, a: Any, round_: int
 ) -> dict:
-    """Time one round of check-and-adds with ``code``; server CPU and script calls per check
-    and node."""
+    """Time one round of check-and-adds with ``code``; server CPU, commands and script calls
+    per check and node."""
     _on_each(ports, "CONFIG RESETSTAT")
     cpu, commands = _cpu(ports), _commands(ports)
     done = _in(code, "run", url=url, cluster=cluster, n=n, ops=a.ops, procs=a.procs,
                inflight=a.inflight, round_=round_)  # fmt: skip
     cpu_us = [(c - b) / done["ops"] * 1e6 for c, b in zip(_cpu(ports), cpu, strict=True)]
-    done["commands"] = [
-        (c - b) / done["ops"] for c, b in zip(_commands(ports), commands, strict=True)
-    ]
+    ran = [(c - b) / done["ops"] for c, b in zip(_commands(ports), commands, strict=True)]
     scripts = _scripts(ports)
     calls = max(c for c, _us in scripts) / done["ops"]
-    return {**done, "cpu_us": cpu_us, "calls": calls,
+    return {**done, "cpu_us": cpu_us, "calls": calls, "commands": ran,
             "script_us": [us / done["ops"] for _c, us in scripts]}  # fmt: skip
 
 
@@ -323,12 +321,15 @@ def _capacity(r: dict) -> float:
     return 1e6 / max(r["cpu_us"])
 
 
+def per_node(values: list[float], spec: str) -> str:
+    """One figure per node, joined by slashes."""
+    return "/".join(format(v, spec) for v in values)
+
+
 def _row(code: str, topology: str, n: int, r: dict) -> str:
     per_page = sum(r["bytes"])
-    nodes = "/".join(f"{b:.0f}" for b in r["bytes"])
-    cpus = "/".join(f"{c:.0f}" for c in r["cpu_us"])
-    scripts = "/".join(f"{c:.0f}" for c in r["script_us"])
-    commands = "/".join(f"{c:.1f}" for c in r["commands"])
+    nodes, cpus = per_node(r["bytes"], ".0f"), per_node(r["cpu_us"], ".0f")
+    scripts, commands = per_node(r["script_us"], ".0f"), per_node(r["commands"], ".1f")
     capacity = _capacity(r)
     return (
         f"{n:>10,} {code:<5} {topology:<8} {r['rate']:>8,.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
@@ -429,7 +430,7 @@ def _goals(results: dict[tuple[str, str, int], dict], n: int) -> None:
             _capacity(c) / _capacity(o)
             for c, o in zip(cluster["rounds"], node["rounds"], strict=True)
         )
-        split = "/".join(f"{b:.0f}" for b in cluster["bytes"])
+        split = per_node(cluster["bytes"], ".0f")
         rows.append(("3-node cluster vs one node", f">= {GOAL_SCALE}x", f"{scale:.2f}x capacity "
                      f"({cluster['rate'] / node['rate']:.2f}x measured on 2 shared cores)",
                      scale >= GOAL_SCALE))  # fmt: skip

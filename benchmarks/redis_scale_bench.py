@@ -186,11 +186,6 @@ def load(store: Any, client: Any, n: int, chunk: int) -> None:
     client.set(store._count_key, n)
 
 
-def _nodes(values: list[float], spec: str) -> str:
-    """One figure per node, joined by slashes."""
-    return "/".join(format(v, spec) for v in values)
-
-
 def _check_records(store: Any) -> None:
     """The loader's page and sentence records of a few pages are the store's own bytes."""
     from nearDupe.store.base import recorded, sketch_of
@@ -305,7 +300,7 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
         per_node = [(m - b) / n for m, b in zip(rb._memory(ports), before, strict=True)]
         per_page = f"{sum(per_node):.0f}"
         if cluster:
-            per_page += " (" + "/".join(f"{b:.0f}" for b in per_node) + ")"
+            per_page += f" ({rb.per_node(per_node, '.0f')})"
         asyncio.run(_verify(rb._open(servers.url, cluster), n))
         rounds: dict[str, list[dict]] = {code: [] for code, _ in codes}
         for r in range(a.rounds):  # the codes in turn, each first in some round
@@ -317,8 +312,8 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
                 rounds[code].append(done)
                 print(f"{n:>12,} {code:<4} {topology:<8} {seconds:>7.0f} {per_page:>16} "
                       f"{r:>5} {done['rate']:>7,.0f} {done['p50']:>7.2f} {done['p99']:>7.2f} "
-                      f"{'/'.join(f'{u:.0f}' for u in done['cpu_us']):>12} "
-                      f"{done['client_us']:>9.0f} {_nodes(done['commands'], '.1f'):>14}",
+                      f"{rb.per_node(done['cpu_us'], '.0f'):>12} "
+                      f"{done['client_us']:>9.0f} {rb.per_node(done['commands'], '.1f'):>14}",
                       flush=True)  # fmt: skip
         median = statistics.median
         out = []
@@ -329,8 +324,8 @@ def _size(n: int, topology: str, codes: list[tuple[str, Path]], a: Any, tmp: Pat
                   f"{'med':>5} {median(r['rate'] for r in got):>7,.0f} "
                   f"{median(r['p50'] for r in got):>7.2f} "
                   f"{median(r['p99'] for r in got):>7.2f} "
-                  f"{'/'.join(f'{u:.0f}' for u in cpu):>12} "
-                  f"{median(r['client_us'] for r in got):>9.0f} {_nodes(commands, '.1f'):>14}",
+                  f"{rb.per_node(cpu, '.0f'):>12} {median(r['client_us'] for r in got):>9.0f} "
+                  f"{rb.per_node(commands, '.1f'):>14}",
                   flush=True)  # fmt: skip
             out.append(median(1e6 / max(r["cpu_us"]) for r in got))
         client.close()
