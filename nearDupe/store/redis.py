@@ -256,7 +256,14 @@ class RedisStore(RedisBulkIndex):
         retry, call.sent = call.sent, True
         page = layout.page_key(fp), record
         await commit(
-            self.pipes, page, reading.lengths, writes, call.token, self._count_key, retry=retry
+            self.pipes,
+            page,
+            reading.lengths,
+            writes,
+            call.token,
+            self._count_key,
+            retry=retry,
+            leased=set(call.leased),
         )
 
     async def _undo(self, fp: int, call: _Call) -> None:

@@ -16,7 +16,7 @@ import functools
 import random
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from nearDupe.errors import StoreUnavailable
@@ -115,10 +115,16 @@ def commit_args(
     *,
     cluster: bool,
     retry: bool = False,
+    leased: Collection[str] = (),
 ) -> list[Any]:
     """The commit script's arguments for the keys of ``group`` (all on one node; see
     :func:`commit`)."""
-    spec = packed_lengths([lengths.get(key, -1) for key in group])
+    spec = packed_lengths(
+        [
+            -2 - lengths[key] if key in leased and key in lengths else lengths.get(key, -1)
+            for key in group
+        ]
+    )
     args: list[Any] = [token, *(page or ("", b"")), count, "1" if retry else "", spec]
     args.append("" if cluster else "1")
     for key in group:
@@ -144,6 +150,7 @@ async def commit(
     count: str,
     *,
     retry: bool = False,
+    leased: Collection[str] = (),
 ) -> None:
     """Write the page record (``page``: its bucket and record; unless this call did already:
     looked for if ``retry``, an earlier attempt of this call may have written it),
@@ -151,7 +158,9 @@ async def commit(
     it read) is leased by another token or has grown, ending this token's leases: first on
     the page bucket's node, then on the others (so the page record is stored before any
     fingerprint leading to it).  The counter ``count`` goes up with the page record (in its
-    script if on its node).  Raises :class:`ReadAgain` if a key was leased or had grown.
+    script if on its node).  A key of ``leased`` (this attempt's :func:`acquire`, which
+    compared its length) is not measured again while this token still leases it.  Raises
+    :class:`ReadAgain` if a key was leased or had grown.
 
     On a single Redis this is one script call that checks and writes at once: no lease is
     needed.  On a cluster the keys are leased first (:func:`acquire`), so that the writes on
@@ -161,7 +170,7 @@ async def commit(
     others = [[k for k in g if k != count] for g in groups[1:]]
     local = count if count in groups[0] else ""
     args = functools.partial(
-        commit_args, token, writes=writes, lengths=lengths, cluster=pipes.cluster
+        commit_args, token, writes=writes, lengths=lengths, cluster=pipes.cluster, leased=leased
     )
 
     (reply,) = await pipes.per_node("commit", [(groups[0], args(page, local, first, retry=retry))])

@@ -93,15 +93,17 @@ return out
 # ARGV: token, page bucket ('' for none), page record, the counter to raise if the page
 # record is appended ('' for none: on another node), '1' if an earlier attempt of this call
 # may have appended the page record, each key's length as the caller read it (-1: not
-# checked) packed as SPEC, '1' if one MGET may read every key's lease (a single Redis; a
-# cluster's node refuses a command over several slots, and a single Redis sees leases only
-# from crawlers of an older version), then per key: key, the records to append to it (one
-# string; the caller leaves out those its read found there).  If no key is leased by another
-# token and each checked one still has that length (buckets only grow, under their lease if
-# one is taken): append the page record (on a retry, unless a record with its fingerprint
-# and writer is there: this call's, from an attempt whose reply was lost), then each key's
-# records, end this token's leases and return {1, 1 if the page record was appended now}.
-# Else write nothing: {0}.
+# checked; -2 - length: a key this attempt leased, comparing that length, so not measured
+# again while this token's lease on it lives: no other crawler writes to it) packed as SPEC,
+# '1' if one MGET may read every key's lease (a single Redis; a cluster's node refuses a
+# command over several slots, and a single Redis sees leases only from crawlers of an older
+# version), then per key: key, the records to append to it (one string; the caller leaves
+# out those its read found there).  If no key is leased by another token and each checked
+# one still has that length (buckets only grow, under their lease if one is taken): append
+# the page record (on a retry, unless a record with its fingerprint and writer is there:
+# this call's, from an attempt whose reply was lost), then each key's records, end this
+# token's leases and return {1, 1 if the page record was appended now}.  Else write
+# nothing: {0}.
 #
 # A bucket grows by APPEND, then COPY to a key of its slot and RENAME back: APPEND leaves
 # the string twice as big as its bytes (a greedy allocation), COPY makes it exact.  A bucket
@@ -125,11 +127,15 @@ end
 local at, seen = 1
 for j = 1, n do
   seen, at = struct.unpack(SPEC, spec, at)
+  local leased = seen <= -2
+  if leased then seen = -2 - seen end
   if held[j] then
     if held[j] ~= token then return {0} end
     mine[#mine + 1] = leases[j]
   end
-  if seen >= 0 and redis.call('STRLEN', keys[j]) ~= seen then return {0} end
+  if not (leased and held[j]) and seen >= 0 and redis.call('STRLEN', keys[j]) ~= seen then
+    return {0}
+  end
 end
 local function append(key, rec)
   redis.call('APPEND', key, rec)
