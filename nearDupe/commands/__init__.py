@@ -144,13 +144,13 @@ class NearDupeCommand(ScrapyCommand):
         print(json.dumps(stats, indent=2) if opts.json else format_stats(stats))
 
     def _check(self, config: Config, opts: argparse.Namespace, target: str) -> None:
-        from nearDupe.commands.check import analyze_page, check_page, format_check, load_page
+        from nearDupe.commands.check import analyze_response, check_page, format_check, load_page
 
         view = self._view(config)
         radius = opts.radius if opts.radius is not None else max(view.design.k, view.k)
         assert self.settings is not None
         response = load_page(target, self.settings.get("USER_AGENT") or "nearDupe")
-        text, analysis = analyze_page(response, config, view, opts.text)
+        text, analysis = analyze_response(response, config, view, opts.text)
         result = check_page(target, response, text, analysis, view, radius)
         print(json.dumps(result, indent=2) if opts.json else format_check(result))
 

@@ -50,7 +50,7 @@ def load_page(target: str, user_agent: str, timeout: float = 30.0) -> Response:
     return responsetypes.from_args(url=url, filename=str(path), body=body)(url, body=body)
 
 
-def analyze_page(
+def analyze_response(
     response: Response, config: Config, view: IndexView, text: bool
 ) -> tuple[str, Analysis]:
     """The page's main text and Analysis (with the index's own feature settings and what it
