@@ -13,7 +13,7 @@ from nearDupe.shorttext import (
 )
 from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
-from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text
+from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text, within_limit
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
 
@@ -154,8 +154,10 @@ def analyze_html(
     site: SiteTemplate | None = None,
     url: str = "",
 ) -> Analysis:
-    """Extract the main text of a decoded HTML page (at ``url``), then :func:`analyze_text` it
-    without its site's template lines."""
+    """Extract the main text of a decoded HTML page (at ``url``; cut to ``max_chars``, see
+    :func:`~nearDupe.text.within_limit`), then :func:`analyze_text` it without its site's
+    template lines."""
+    html = within_limit(html, max_chars)
     text = extract_main_text(html, max_chars=max_chars)
     return analyze_extracted(text, html, url, min_length, features, site, max_chars)
 

@@ -12,6 +12,7 @@ from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.sitetemplate import SiteTemplate, site_of
+from nearDupe.text import CODE_SCAN
 from nearDupe.workers import AnalysisTimeout, analyze_within
 
 if TYPE_CHECKING:
@@ -63,13 +64,14 @@ class NearDupeDownloaderMiddleware:
         if reason is None:
             if len(html) > self.config.max_html_chars:
                 logger.info(
-                    "nearDupe: %s has %d characters; analysing the first %d",
+                    "nearDupe: %s has %d characters; analysing the first %d without its "
+                    "scripts, styles and comments",
                     response.url,
                     len(html),
                     self.config.max_html_chars,
                 )
                 self.stats.inc_value("neardupe/responses/truncated")
-                html = html[: self.config.max_html_chars]
+                html = html[: CODE_SCAN * self.config.max_html_chars]  # cut in the worker
             try:
                 analysis = await self.pool.run(
                     analyze_within,

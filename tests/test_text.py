@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nearDupe.text import extract_main_text
+from nearDupe.text import extract_main_text, without_code
 
 ARTICLE = [
     "The city council voted on Tuesday to expand the river park by forty acres, ending a debate "
@@ -324,6 +324,29 @@ def test_huge_page_returns() -> None:
     text = extract_main_text(html, max_chars=300_000)
     assert text.startswith("word word")
     assert len(text) < 300_000
+
+
+def test_a_page_over_the_limit_loses_its_scripts_before_it_is_cut() -> None:
+    state = "<script>var state = {" + '"x": "</div>", ' * 200_000 + "};</script>"
+    html = f"<html><head>{state}<style>p {{}}</style></head><body>{PARAGRAPHS}</body></html>"
+    assert len(html) > 3_000_000
+    assert extract_main_text(html, max_chars=2_000_000).split("\n") == ARTICLE
+    assert extract_main_text(html[:2_000_000]) == ""  # what the cut alone would keep
+
+
+@pytest.mark.parametrize(
+    ("html", "left"),
+    [
+        ("a<script>if (x) document.write('</div>')</script>b", "ab"),
+        ("a<SCRIPT type=x>1</Script >b<style>p {}</style\n>c", "abc"),
+        ("a<!-- <script> -->b<script><!-- x --></script>c", "abc"),
+        ("a<script-x>b</script-x><scripts>c", "a<script-x>b</script-x><scripts>c"),
+        ("a<script>never closed</p>", "a"),
+        ("a<!-- never closed <p>b</p>", "a"),
+    ],
+)
+def test_scripts_styles_and_comments_are_left_out(html: str, left: str) -> None:
+    assert without_code(html) == left
 
 
 def _load_eval_module():
