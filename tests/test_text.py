@@ -349,6 +349,13 @@ def test_scripts_styles_and_comments_are_left_out(html: str, left: str) -> None:
     assert without_code(html) == left
 
 
+def test_a_page_hidden_until_its_scripts_run_is_read() -> None:
+    layout = '<div style="visibility:hidden;min-height:100vh">'
+    modal = '<div style="display:none"><p>Sign up for our newsletter today, it is free.</p></div>'
+    html = f"<html><body>{layout}{modal}<article>{PARAGRAPHS}</article></div></body></html>"
+    assert extract_main_text(html).split("\n") == ARTICLE
+
+
 def _load_eval_module():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "extraction_eval.py"
     spec = importlib.util.spec_from_file_location("extraction_eval", path)
