@@ -104,8 +104,7 @@ class BlockReadability(Document):
             for c in ranked[:_TOP_CANDIDATES]
             if c is not best
             and c["content_score"] >= _ALTERNATIVE_SHARE * best["content_score"]
-            and c["elem"].tag == best["elem"].tag
-            and c["elem"].get("class") == best["elem"].get("class")
+            and _kind(c["elem"]) == _kind(best["elem"])
         ]
         if len(close) < _ALTERNATIVES:
             return best
@@ -209,12 +208,21 @@ class BlockReadability(Document):
         return candidates
 
 
+def _kind(elem: lxml.html.HtmlElement) -> tuple[str, frozenset[str]]:
+    """An element's tag and class names, without those holding a digit (a page builder names
+    each of its boxes apart: ``elementor-element-5f61a26``)."""
+    names = (elem.get("class") or "").split()
+    return elem.tag, frozenset(n for n in names if not any(ch.isdigit() for ch in n))
+
+
 def _is_passed_over(elem: lxml.html.HtmlElement) -> bool:
     """Whether readability's top candidate is page furniture or a comment thread, not an
     article (its lines are only split when it is short or holds enough times of day)."""
     text = elem.text_content() or ""
     if len(text) > BOX_MAX_CHARS and len(TIME_RE.findall(text)) < THREAD_STAMPS:
         return False
+    if len(text) <= BOX_MAX_CHARS and _FURNITURE_CLASS.search(class_id(elem)):
+        return True
     lines = block_lines(elem, NON_TEXT_TAGS, NON_TEXT_CLASS)
     return is_furniture_box(lines) or is_comment_thread(lines)
 

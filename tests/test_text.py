@@ -356,6 +356,44 @@ def test_a_page_hidden_until_its_scripts_run_is_read() -> None:
     assert extract_main_text(html).split("\n") == ARTICLE
 
 
+MORE = [
+    "The plan also sets aside land for a community garden, a boathouse and two playgrounds, "
+    "which residents asked for at a series of public meetings held last winter.",
+    "City engineers said the river's banks would be planted with native grasses, which hold the "
+    "soil in place and slow the water when the river rises after heavy rain.",
+    "The council will review the budget again in the autumn, once the first bids from builders "
+    "have come in, and may scale back parts of the plan if costs climb.",
+    "Neighbours who opposed the plan said they would keep watching the costs, and that they "
+    "hoped the council would keep its promise to hold more public meetings.",
+]
+
+
+def test_a_page_builders_boxes_named_apart_are_one_article() -> None:
+    texts = ARTICLE + MORE
+    boxes = "".join(
+        f'<div class="column col-{i}"><div class="block block-{i}a{i}f">'
+        f"<p>{texts[i]}</p><p>{texts[i + 3]}</p></div></div>"
+        for i in range(4)
+    )
+    nav = "<div class='nav'><a href='/'>Home</a></div>"
+    html = f"<html><body>{nav}<div class='section'>{boxes}</div></body></html>"
+    text = extract_main_text(html)
+    assert all(sentence in text for sentence in texts)
+
+
+def test_an_author_box_does_not_outrank_the_article() -> None:
+    bio = (
+        "Jane Doe, a reporter, writer, and editor, covers the city, its parks, its budget, its "
+        "schools, its roads, and its people, for the paper, since 2001, and lives by the river."
+    )
+    html = (
+        f"<html><body><div class='site'><div class='wrap'><div>{PARAGRAPHS}</div></div>"
+        f"<div class='aside'><div class='author-box__text'><p>{bio}</p></div></div></div>"
+        "</body></html>"
+    )
+    assert extract_main_text(html).split("\n") == ARTICLE
+
+
 def _load_eval_module():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "extraction_eval.py"
     spec = importlib.util.spec_from_file_location("extraction_eval", path)
