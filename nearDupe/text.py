@@ -45,6 +45,10 @@ _HIDDEN_STYLE = re.compile(
 #: its scripts run (a page that would otherwise flash unstyled), not hidden content: it stays.
 #: (WCXB dev: 8 pages of 1,497 have one; 3 of them came out empty.)
 _HIDDEN_LAYOUT_SHARE = 0.5
+#: Dialogs, hidden until opened (a cookie or terms notice, a sign-up form, a cart).
+_DIALOGS = (
+    "//dialog[not(@open)] | //*[@role='dialog' or @role='alertdialog' or @aria-modal='true']"
+)
 #: React's streaming server rendering sends the content of a page's suspended parts last, each
 #: in a hidden ``<div id="S:n">`` that its own script moves into place: shown, not hidden.
 _STREAMED_SEGMENT = re.compile(r"S:\d+")
@@ -206,10 +210,11 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         if _HIDDEN_STYLE.search(elem.get("style", ""))
         or (elem.get("hidden") is not None and not _STREAMED_SEGMENT.fullmatch(elem.get("id", "")))
     ]
+    hidden += root.xpath(_DIALOGS)
     if hidden:
         layout = _HIDDEN_LAYOUT_SHARE * len(root.text_content())
         for elem in hidden:
-            if len(elem.text_content()) <= layout:
+            if elem.getparent() is not None and len(elem.text_content()) <= layout:
                 elem.drop_tree()
     return root
 

@@ -356,6 +356,21 @@ def test_a_page_hidden_until_its_scripts_run_is_read() -> None:
     assert extract_main_text(html).split("\n") == ARTICLE
 
 
+def test_dialogs_hidden_until_opened_are_left_out() -> None:
+    notice = (
+        "<p>We value your privacy, and we use cookies to improve your experience on our site, "
+        "to measure our audience, and to show you offers that may interest you.</p>"
+    )
+    dialogs = (
+        f'<div class="modal fade" role="dialog">{notice}</div>'
+        f"<dialog>{notice.replace('privacy', 'time')}</dialog>"
+    )
+    html = f"<html><body><article>{PARAGRAPHS}{dialogs}</article></body></html>"
+    assert extract_main_text(html).split("\n") == ARTICLE
+    opened = html.replace("<dialog>", "<dialog open>")
+    assert "We value your time" in extract_main_text(opened)
+
+
 MORE = [
     "The plan also sets aside land for a community garden, a boathouse and two playgrounds, "
     "which residents asked for at a series of public meetings held last winter.",
