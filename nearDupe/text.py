@@ -17,7 +17,7 @@ from nearDupe.textblocks import (
     main_area,
     text_length,
 )
-from nearDupe.textlines import CONTROL
+from nearDupe.textlines import CONTROL, is_cjk
 from nearDupe.texttail import story_lines
 
 #: Pages longer than this many characters are cut before parsing (see :func:`within_limit`).
@@ -67,6 +67,11 @@ _MAIN_SHARE = 0.5
 #: there, the blocks readability leaves are mostly other stories' teasers).
 _SHORT = 500
 _MIN_SHARE = 0.03
+#: readability's text shorter than this many characters (but not Chinese or Japanese, denser)
+#: is a headline or a promotion line, not an article: a longer fallback text is the page's then
+#: (a shop's category page, a listing). At 200 (WCXB dev tune half: 7 pages gain, none lose) a
+#: one-paragraph brief with comments under it lost its place to the page.
+_TINY = 100
 
 #: A page whose structured data (schema.org microdata or JSON-LD) names one of these types is a
 #: forum thread or a question with its answers: its replies are its content, not a comment
@@ -123,7 +128,11 @@ def extract_main_text(
             return main
         fallback = fallback_text(root)
         share = _SPREAD_SHARE if spread else _MIN_SHARE
-        if not readability.found_candidate or len(main) < share * len(fallback):
+        if (
+            not readability.found_candidate
+            or len(main) < share * len(fallback)
+            or (len(main) < _TINY < len(fallback) and not is_cjk(main))
+        ):
             return fallback
         return main
     except Exception:

@@ -371,6 +371,37 @@ def test_dialogs_hidden_until_opened_are_left_out() -> None:
     assert "We value your time" in extract_main_text(opened)
 
 
+#: A shop's category page: a promotion line in a box readability favours, then the products,
+#: links whose text readability does not score.
+PRODUCTS = "".join(
+    f"<li><a href='/p/{i}'><h3>Monitor arm model {i}</h3><div>Holds two screens of up to "
+    f"{20 + i} inches, with cable management and a clamp for desks of any depth.</div></a></li>"
+    for i in range(8)
+)
+PROMOTION = "<div class='headline text-center'><p>New LX Pro, the next generation</p></div>"
+
+
+def test_a_category_page_is_read_whole_past_its_promotion_line() -> None:
+    intro = "<h1>Monitor mounts</h1><div>Mounts for two, three or four displays.</div>"
+    html = (
+        f"<html><body><div><header><a href='/'>Home</a></header>{PROMOTION}{intro}"
+        f"<ul class='list'>{PRODUCTS}</ul></div></body></html>"
+    )
+    text = extract_main_text(html)
+    assert "Mounts for two" in text and "Monitor arm model 7" in text
+    assert "Home" not in text
+
+
+def test_a_short_chinese_story_is_not_taken_for_a_headline() -> None:
+    story = (
+        "市政府周二宣布，河滨公园将扩建四十英亩，"
+        "新建湿地可以保护附近居民免受洪水侵袭，工程预计明年春天开工。"
+    )
+    teasers = "".join(f"<li><a href='/n/{i}'>其他新闻第{i}条</a></li>" for i in range(12))
+    html = f"<html><body><article><p>{story}</p></article><ul>{teasers}</ul></body></html>"
+    assert extract_main_text(html) == story
+
+
 MORE = [
     "The plan also sets aside land for a community garden, a boathouse and two playgrounds, "
     "which residents asked for at a series of public meetings held last winter.",
