@@ -3,7 +3,10 @@
 Key layout (format 4; ``name`` defaults to ``neardupe``)::
 
     {name}:header          STRING  JSON of IndexHeader.to_dict() (written once, checked on open)
-    {name}:layout          STRING  JSON {"format": 4, "bucket_bits", "page_bits", "sentence_bits"}
+    {name}:layout          STRING  JSON {"format": 4, "bucket_bits", "page_bits", "sentence_bits",
+                                   "created": random hex, new each time the layout is written}
+    name:{h<i>.<j>}        STRING  on a cluster, COPIES copies of the header and layout, in
+                                   slots spread over the nodes (redis_layout.COPIES)
     {name}:count           STRING  INCR counter: pages stored
     {name}:drops           LIST    the last DROP_LOG_LIMIT drops
     name:{f<t>.<prefix>}   STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of
@@ -38,7 +41,8 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
 (:mod:`~nearDupe.store.redis_pipes`):
 
 1. Read, without a lease: the page's bucket in every table, the sentence bucket of each
-   sentence it looks up, and the header (gone: Redis was emptied under the crawl) (one MGET
+   sentence it looks up, and the layout (gone or created again: Redis was emptied under the
+   crawl; see :mod:`~nearDupe.store.redis_open`) (one MGET
    on a single Redis, a GET per bucket on a cluster);
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
@@ -178,9 +182,11 @@ class RedisStore(RedisBulkIndex):
         """One pass of the protocol (see module); raises ReadAgain to be run again."""
         keys = page_keys(self.layout, fp, sentences)
         token, own = call.token, call.token[:WRITER]
-        seen = await self.pipes.get_all([*keys, self._header_key])
-        if not seen.pop(self._header_key):
-            self._emptied()
+        known = self._stored
+        seen = await self.pipes.get_all([*keys, self._layout_key])
+        stored = seen.pop(self._layout_key)
+        if stored != known:  # the index was emptied, maybe created again by another crawler
+            self._noticed(stored, known)
             raise ReadAgain
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from nearDupe.designs import BITS, Design
 from nearDupe.errors import IndexSettingsMismatch
@@ -61,6 +62,44 @@ SENTENCE_BUCKET_RECORDS = 64
 BUCKETS_CACHED = 1024
 #: Most bits for the page and sentence buckets (2^26 keys: 10^9 pages).
 MOST_BITS = 26
+#: The field of a stored layout that names the index's creation (random hex, new each time
+#: the layout is written): a crawler reading another than the one it opened with knows that
+#: the index was emptied and created again meanwhile.
+CREATION = "created"
+#: Copies of an index's header and layout kept on a Redis Cluster, in slots spread over the
+#: 16,384 (one in each sixteenth), so that a cluster whose node holding ``{name}:header``
+#: restarted empty still knows them from the other nodes.
+COPIES = 16
+
+
+def _spread_tags(n: int) -> tuple[str, ...]:
+    """``n`` hash tags whose slots fall one in each n-th of the cluster's slots."""
+    tags = []
+    for i in range(n):
+        j = 0
+        while key_slot(f"h{i}.{j}".encode()) * n // REDIS_CLUSTER_HASH_SLOTS != i:
+            j += 1
+        tags.append(f"h{i}.{j}")
+    return tuple(tags)
+
+
+#: The hash tags of the copies (COPIES of them).
+COPY_TAGS = _spread_tags(COPIES)
+
+
+def copy_keys(name: str) -> list[str]:
+    """The keys of index ``name``'s copies of its header and layout (see COPIES)."""
+    return [f"{name}:{{{tag}}}" for tag in COPY_TAGS]
+
+
+def bare_layout(layout: dict[str, Any]) -> dict[str, Any]:
+    """A stored layout without the mark of its creation: how the index cuts its keys."""
+    return {k: v for k, v in layout.items() if k != CREATION}
+
+
+def layout_json(layout: dict[str, Any], creation: str) -> str:
+    """The JSON that a layout is stored as, marked with its ``creation``."""
+    return json.dumps({**bare_layout(layout), CREATION: creation}, sort_keys=True)
 
 
 def _bits(items: int, per_bucket: int, least: int) -> int:
@@ -117,7 +156,7 @@ def checked_layout(
         raise IndexSettingsMismatch(
             f"Redis index {name!r} at {url} has an unknown layout {stored_layout}"
         )
-    if stored_layout != wanted:
+    if bare_layout(stored_layout) != bare_layout(wanted):
         logger.info(
             "Redis index %r at %s keeps its own bucket layout %s",
             name,

@@ -183,14 +183,20 @@ return 1
 """
 )
 
-# KEYS: header, layout, counter.  ARGV: header, layout.  Returns both as stored, and 1 if
-# pages were found without a header (written while Redis lost it: re-headed, see _reheaded).
+# KEYS: header, layout, counter.  ARGV: header, layout, each written if missing.  Returns both
+# as stored; 1 if pages were found without a header (written while Redis lost it: re-headed);
+# and 1 if this call wrote the header.  An index that has both is only read (no write, which
+# a Redis out of memory would refuse), and a script writes whole or not at all: its first
+# write is the one Redis may refuse.
 LUA_HANDSHAKE = """
-local headless = 0
-if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[3]) == 1 then
-  headless = 1
+local headless, created = 0, 0
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  headless = redis.call('EXISTS', KEYS[3])
+  redis.call('SET', KEYS[1], ARGV[1])
+  created = 1
 end
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-redis.call('SET', KEYS[2], ARGV[2], 'NX')
-return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), headless}
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), headless, created}
 """

@@ -2,13 +2,23 @@
 
 The handshake runs once at open on a short-lived blocking client, or, if Redis cannot be
 reached then, on the first call (and again if the index is emptied under a running crawl).
+
+An index's layout is the index's: the first crawler creates it (with its
+NEARDUPE_REDIS_PAGES), every later one reads it. The stored layout carries a random mark of
+its creation, which every check reads with its buckets: a crawler that finds it gone (Redis
+emptied) writes again the layout it opened with, and one that finds another mark (another
+crawler wrote it again) says so and reads it. On a Redis Cluster, copies of the header and
+layout lie in slots spread over every node (redis_layout.COPIES): a crawler opening an index
+whose header's node restarted empty while other nodes kept their pages takes them back from
+there, rather than laying the index out anew over pages it could no longer reach.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, TypeVar, cast
 
 import redis as redis_sync
@@ -25,7 +35,15 @@ from nearDupe.errors import IndexAccessDenied, IndexFileError
 from nearDupe.store import public_location
 from nearDupe.store.base import IndexHeader
 from nearDupe.store.redis_failures import REFUSALS, TRANSIENT_ERRORS, denied, refusal, retrying
-from nearDupe.store.redis_layout import MAX_BUCKET_BITS, Layout, checked_layout, wanted_layout
+from nearDupe.store.redis_layout import (
+    MAX_BUCKET_BITS,
+    Layout,
+    bare_layout,
+    checked_layout,
+    copy_keys,
+    layout_json,
+    wanted_layout,
+)
 from nearDupe.store.redis_leases import LEASE_SECONDS
 from nearDupe.store.redis_lua import LUA_HANDSHAKE
 from nearDupe.store.redis_pipes import Pipes
@@ -106,8 +124,13 @@ class RedisIndex:
         self._handshake = client.register_script(LUA_HANDSHAKE)
         self.pipes = Pipes(client)
         self.sites = RedisSites(client, name)
+        self._copy_keys = copy_keys(name) if self.pipes.cluster else []
         wanted = wanted_layout(self.design, max_bucket_bits, pages)
         self._layout_wanted = wanted
+        #: The layout this crawler opened the index with (None before the handshake), and
+        #: its stored JSON as last read (its mark tells the index's creation).
+        self._known: dict[str, Any] | None = bare_layout(layout) if layout else None
+        self._stored: bytes | None = None
         self._set_layout(layout or wanted)
         self._ready = layout is not None
 
@@ -161,26 +184,68 @@ class RedisIndex:
         store._handshake_sync(url, cluster, common)
         return store
 
-    def _handshake_keys(self) -> tuple[list[str], list[str]]:
+    def _handshake_steps(self) -> Generator[tuple[Any, ...], Any, None]:
+        """The handshake, as the Redis requests it yields (a driver sends each and sends back
+        its reply): ``("get", keys)`` -> their values; ``("handshake", keys, args)`` -> the
+        script's reply; ``("copy", {key: value})`` -> None (written if Redis can).
+
+        A missing header and layout are written: the layout this crawler opened with if it
+        did, else that of the copies a cluster keeps on its other nodes if any, else the
+        one wanted for NEARDUPE_REDIS_PAGES."""
+        header = json.dumps(self.header.to_dict(), sort_keys=True)
+        layout = self._known or self._layout_wanted
+        copies: dict[str, Any] = {}
+        restoring = False
+        if self._copy_keys and self._known is None:
+            copies = dict(zip(self._copy_keys, (yield ("get", self._copy_keys)), strict=True))
+            kept = _description(copies.values())
+            if kept is not None:
+                header, layout = kept
+                restoring = True
         keys = [self._header_key, self._layout_key, self._count_key]
-        args = [
-            json.dumps(self.header.to_dict(), sort_keys=True),
-            json.dumps(self._layout_wanted, sort_keys=True),
-        ]
-        return keys, args
+        args = [header, layout_json(layout, os.urandom(8).hex())]
+        reply = yield ("handshake", keys, args)
+        self._apply_handshake(reply)
+        if restoring and int(reply[3]):
+            logger.warning(
+                "Redis index %r at %s had lost its header while other cluster nodes kept its "
+                "pages (the node holding it restarted without its data?): its settings and "
+                "layout are taken back from the copies on the other nodes; the pages the "
+                "lost node held are no longer known",
+                self.name,
+                self.url,
+            )
+        if self._copy_keys:
+            value = _describe(reply[0], self._known or {})
+            stale = {key: value for key in self._copy_keys if copies.get(key) != value}
+            if stale:
+                yield ("copy", stale)
 
     def _handshake_sync(self, url: str, cluster: bool, options: dict[str, Any]) -> None:
         """Check the header with a short-lived blocking client (once, at open)."""
         options = {k: v for k, v in options.items() if k != "retry"}
         options["retry"] = Retry(NoBackoff(), 0)
-        keys, args = self._handshake_keys()
         client = None
         try:
             if cluster:
                 client = redis_sync.RedisCluster.from_url(url, **options)  # type: ignore[arg-type]
             else:
                 client = redis_sync.Redis.from_url(url, **options)
-            reply = client.eval(LUA_HANDSHAKE, len(keys), *keys, *args)
+            steps = self._handshake_steps()
+            reply: Any = None
+            while True:
+                try:
+                    step = steps.send(reply)
+                except StopIteration:
+                    break
+                if step[0] == "get":
+                    reply = [client.get(key) for key in step[1]]
+                elif step[0] == "handshake":
+                    keys, args = step[1], step[2]
+                    reply = client.eval(LUA_HANDSHAKE, len(keys), *keys, *args)
+                else:
+                    _copied(lambda key, value: client.set(key, value), step[1])
+                    reply = None
         except REFUSALS as exc:
             raise self._denied(exc) from None
         except TRANSIENT_ERRORS as exc:
@@ -192,13 +257,13 @@ class RedisIndex:
                 self.url,
                 exc,
             )
+            self._ready = False
             return
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         finally:
             if client is not None:
                 client.close()
-        self._apply_handshake(cast(Sequence[Any], reply))
 
     def _denied(self, exc: BaseException) -> IndexAccessDenied:
         return denied(self.name, self.url, exc)
@@ -206,34 +271,63 @@ class RedisIndex:
     async def _ensure_ready(self) -> None:
         if self._ready:
             return
-        keys, args = self._handshake_keys()
+        steps = self._handshake_steps()
+        reply: Any = None
         try:
-            reply = await self._handshake(keys, args)
+            while True:
+                try:
+                    step = steps.send(reply)
+                except StopIteration:
+                    break
+                if step[0] == "get":
+                    reply = [await self.client.get(key) for key in step[1]]
+                elif step[0] == "handshake":
+                    reply = await self._handshake(step[1], step[2])
+                else:
+                    for key, value in step[1].items():
+                        await _copied_async(self.client, key, value)
+                    reply = None
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
-        self._apply_handshake(reply)
         await self.pipes.reload_scripts()
 
-    def _emptied(self) -> None:
-        """The index's header vanished under a running crawl: Redis lost its data (a restart
-        without persistence, a FLUSHALL, an eviction). Say so loudly; the header is then
-        written again and the crawl goes on with what is left."""
+    def _noticed(self, stored: bytes, read_under: bytes | None) -> None:
+        """A check read the index's layout as ``stored`` (b"" if gone) while this crawler knew
+        it as ``read_under``: say once what happened (an ERROR if Redis lost the index, a
+        WARNING if another crawler created it again), and do the handshake again."""
+        if read_under != self._stored or not self._ready:
+            return  # read before the handshake that followed: already said
+        self._ready = False
+        if read_under is None:  # laid out without a handshake: none was read yet
+            return
+        if stored:
+            logger.warning(
+                "Redis index %r at %s was created again by another crawler while this crawl "
+                "ran (Redis was emptied, or restarted without persistence, and that crawler "
+                "noticed first): the pages stored before are no longer known, so their copies "
+                "will be kept. Run Redis with appendonly yes (appendfsync everysec) so that "
+                "this cannot happen",
+                self.name,
+                self.url,
+            )
+            return
         logger.error(
-            "Redis index %r at %s was emptied while this crawl ran (Redis restarted without "
-            "persistence, or its keys were deleted or evicted): the pages stored before are "
-            "no longer known, so their copies will be kept. Re-creating the index; run Redis "
-            "with appendonly yes (appendfsync everysec) so that this cannot happen",
+            "Redis index %r at %s was emptied while this crawl ran (Redis, or the cluster node "
+            "holding its header, restarted without persistence, or its keys were deleted or "
+            "evicted): the pages stored before are no longer known, so their copies will be "
+            "kept. Re-creating the index with the layout it had; run Redis with appendonly yes "
+            "(appendfsync everysec) so that this cannot happen",
             self.name,
             self.url,
         )
-        self._ready = False
 
     def _apply_handshake(self, reply: Sequence[Any]) -> None:
-        self._set_layout(
-            checked_layout(
-                reply, self.header, self.design, self._layout_wanted, name=self.name, url=self.url
-            )
+        layout = checked_layout(
+            reply, self.header, self.design, self._layout_wanted, name=self.name, url=self.url
         )
+        self._set_layout(layout)
+        self._known = bare_layout(layout)
+        self._stored = reply[1]
         self._ready = True
 
     def _set_layout(self, layout: dict[str, Any]) -> None:
@@ -249,3 +343,43 @@ class RedisIndex:
         return await retrying(
             what, call, name=self.name, url=self.url, retry_seconds=self.retry_seconds
         )
+
+
+def _description(values: Any) -> tuple[str, dict[str, Any]] | None:
+    """The header JSON and layout that most of the copies ``values`` (None: missing) hold."""
+    found: dict[bytes, int] = {}
+    for value in values:
+        if value:
+            found[value] = found.get(value, 0) + 1
+    for value in sorted(found, key=found.__getitem__, reverse=True):
+        try:
+            kept = json.loads(value)
+            return str(kept["header"]), dict(kept["layout"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def _describe(header: bytes | str, layout: dict[str, Any]) -> bytes:
+    """A copy of an index's stored ``header`` JSON and its ``layout`` (as GET returns it)."""
+    if isinstance(header, bytes):
+        header = header.decode()
+    return json.dumps({"header": header, "layout": layout}, sort_keys=True).encode()
+
+
+def _copied(write: Callable[[str, bytes], Any], copies: dict[str, bytes]) -> None:
+    """Write the copies (a copy Redis refuses now is written again at a later open)."""
+    for key, value in copies.items():
+        try:
+            write(key, value)
+        except redis_sync.RedisError as exc:
+            logger.debug("copy %s of the header not written: %s", key, exc)
+            return
+
+
+async def _copied_async(client: Any, key: str, value: bytes) -> None:
+    """:func:`_copied` for one copy, on an asyncio client."""
+    try:
+        await client.set(key, value)
+    except redis_sync.RedisError as exc:
+        logger.debug("copy %s of the header not written: %s", key, exc)
