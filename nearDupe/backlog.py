@@ -3,16 +3,25 @@
 Up to ``limit`` wait in memory; more (a long outage) and whatever is left at close wait in
 a pending file named for the index they belong to, so that only a crawl on that same index
 records them. The file is read back as the memory drains.
+
+Every crawler on an index shares its pending file (two crawls of one site may end together,
+both with the index away). So the file is one queue, changed only under an exclusive lock
+(``flock`` of its directory): a crawler appends to it, and takes pages from its head by
+rewriting the rest to a temporary file that replaces it (a crash leaves the file as it was,
+or as it is after). A page is thus taken by one crawler only, once, and none is lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +32,11 @@ from twisted.internet.task import deferLater
 from nearDupe.errors import StoreUnavailable
 from nearDupe.shorttext import Sentences
 from nearDupe.store import public_location
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -66,7 +80,8 @@ class Backlog:
         """Queue a page (to the file once memory is full, or while the file holds older ones)."""
         if self._in_file or len(self._memory) >= self.limit:
             try:
-                self._write([page], mode="a")
+                with self._locked(), self.path.open("a", encoding="utf-8") as f:
+                    f.write(_line(page))
                 self._in_file += 1
                 return
             except OSError as exc:  # a full disk: better over the bound than lost
@@ -84,9 +99,14 @@ class Backlog:
         self._memory.popleft()
 
     def load(self) -> int:
-        """Take in the pages an earlier crawl on this index left; how many wait now."""
-        if self.path.exists():
-            self._in_file = sum(1 for line in self._lines())
+        """Take in the pages an earlier crawl on this index left; how many wait now (those in
+        the file are taken as the memory drains, unless another crawler takes them first)."""
+        if self.path.parent.is_dir():  # else none waits: nothing to create yet
+            try:
+                with self._locked():
+                    self._in_file = len(self._lines())
+            except OSError as exc:
+                logger.error("nearDupe: cannot read %s (%s)", self.path, exc)
         return len(self)
 
     def save(self) -> bool:
@@ -94,13 +114,15 @@ class Backlog:
         if the file cannot be written (the pages are then lost to later crawls)."""
         if not self._memory:
             return True
-        pages = [*self._memory, *self._read_file()]
+        mine = [_line(page) for page in self._memory]
         try:
-            self._write(pages, mode="w")
+            with self._locked():
+                waiting = self._lines()
+                self._replace([*mine, *waiting])
         except OSError as exc:
             logger.error("nearDupe: cannot write %s (%s)", self.path, exc)
             return False
-        self._in_file, self._memory = len(pages), deque()
+        self._in_file, self._memory = len(mine) + len(waiting), deque()
         return True
 
     async def replay(self, store: Store, stats: StatsCollector, patience: float = 0.0) -> None:
@@ -152,15 +174,16 @@ class Backlog:
             logger.error(
                 "nearDupe: %d fingerprints of kept pages could not be saved; their copies may "
                 "be kept by later crawls",
-                len(self),
+                len(self._memory),
             )
             return
         logger.warning(
-            "nearDupe: index %s still unreachable; %d fingerprints of kept pages saved to %s "
-            "and recorded when a crawl next reaches this index",
+            "nearDupe: index %s still unreachable; fingerprints of kept pages saved to %s (%d "
+            "wait there, with those of other crawlers on this index) and recorded when a "
+            "crawl next reaches this index",
             public_index,
-            len(self),
             self.path,
+            len(self),
         )
 
     def load_earlier(self, index_name: str) -> None:
@@ -185,36 +208,70 @@ class Backlog:
             )
 
     def _refill(self) -> None:
-        pages = self._read_file()
-        self._memory.extend(pages[: self.limit])
-        rest = pages[self.limit :]
-        if rest:
-            self._write(rest, mode="w")
-        else:
-            self.path.unlink(missing_ok=True)
+        """Take up to ``limit`` pages from the head of the file into memory."""
+        try:
+            with self._locked():
+                lines = self._lines()
+                taken, rest = lines[: self.limit], lines[self.limit :]
+                if taken:
+                    self._replace(rest)
+        except OSError as exc:  # they stay in the file, taken later or by the next crawl
+            logger.error("nearDupe: cannot take the pages waiting in %s (%s)", self.path, exc)
+            return
         self._in_file = len(rest)
-
-    def _lines(self) -> list[str]:
-        with self.path.open(encoding="utf-8") as f:
-            return [line for line in f if line.strip()]
-
-    def _read_file(self) -> list[Page]:
-        if not self.path.exists():
-            return []
-        pages = []
-        for number, line in enumerate(self._lines(), 1):
+        for number, line in enumerate(taken, 1):
             page = _parse(line)
             if page is None:
                 logger.warning("nearDupe: line %d of %s is unreadable; skipped", number, self.path)
             else:
-                pages.append(page)
-        return pages
+                self._memory.append(page)
 
-    def _write(self, pages: list[Page], mode: str) -> None:
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the exclusive lock of the file's directory, shared by every crawler's backlog
+        there (a lock of the file itself would not survive its replacement)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open(mode, encoding="utf-8") as f:
-            # json.dumps escapes every non-ASCII character, lone surrogates included.
-            f.writelines(json.dumps(list(page)) + "\n" for page in pages)
+        if fcntl is None:  # pragma: no cover - Windows
+            yield
+            return
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _lines(self) -> list[str]:
+        """The file's non-blank lines (none if there is no file); under the lock."""
+        try:
+            with self.path.open(encoding="utf-8") as f:
+                return [line if line.endswith("\n") else line + "\n" for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def _replace(self, lines: Iterable[str]) -> None:
+        """Make the file hold ``lines``, whole or not at all (no file: no lines); under the
+        lock."""
+        lines = list(lines)
+        if not lines:
+            self.path.unlink(missing_ok=True)
+            return
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with tmp.open("w", encoding="utf-8") as f:
+                f.writelines(lines)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _line(page: Page) -> str:
+    """A page as a line of the file: json.dumps escapes every non-ASCII character, lone
+    surrogates included."""
+    return json.dumps(list(page)) + "\n"
 
 
 def _parse(line: str) -> Page | None:
