@@ -1,5 +1,5 @@
 """A Redis index through the outages that lose or refuse data: Redis emptied under running
-crawlers, a cluster node holding the header restarted empty."""
+crawlers, a cluster node holding the header restarted empty, Redis out of memory."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from redis.exceptions import OutOfMemoryError
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
 
+from nearDupe.backlog import Backlog
+from nearDupe.errors import StoreUnavailable
 from nearDupe.store import IndexHeader, Match
 from nearDupe.store.redis import RedisStore
 
@@ -145,3 +150,60 @@ def test_cluster_node_holding_the_header_restarted_empty(
             await running.close()
 
         asyncio.run(body())
+
+
+def test_a_full_redis_is_an_outage_whose_pages_wait_in_the_backlog(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis at maxmemory with noeviction refuses writes: a check then fails as an outage
+    (StoreUnavailable, at once), so the kept pages wait in the backlog (spilled to its file)
+    instead of being set aside; an ERROR says once what to do; an index opened then is
+    checked on first use. Once memory is freed, the backlog is recorded, none lost."""
+    full = ("--appendonly", "no", "--maxmemory-policy", "noeviction")
+    rng = random.Random(8)
+    pages = [(rng.getrandbits(64), f"kept{i}", None, ()) for i in range(6)]
+
+    async def body() -> None:
+        with RedisServer(tmp_path / "redis", extra=full) as server:
+            store = RedisStore.from_url(server.url, IndexHeader(), name="full", retry_seconds=5)
+            assert await store.check_and_add(1 << 40, "before") is None
+            filled = 50
+            for i in range(filled):  # other data, then maxmemory below what Redis holds
+                await store.client.set(f"other:{i}", b"x" * 10_000)
+            used = (await store.client.info("memory"))["used_memory"]
+            await store.client.config_set("maxmemory", used - 100_000)
+            with pytest.raises(OutOfMemoryError):
+                await store.client.set("one-more", b"x")
+            backlog = Backlog(tmp_path / "pending.jsonl", limit=2)
+            stats = MemoryStatsCollector(get_crawler())
+            with caplog.at_level("WARNING", logger=LOGGER):
+                started = time.monotonic()
+                for page in pages:
+                    with pytest.raises(StoreUnavailable, match="out of memory"):
+                        await store.check_and_add(*page)
+                    backlog.append(page)
+                assert time.monotonic() - started < 2  # not retried for retry_seconds each
+                await backlog.replay(store, stats)
+                assert len(backlog) == 6 and not stats.get_value("neardupe/backlog/set_aside")
+                assert len((tmp_path / "pending.jsonl").read_text().splitlines()) == 4
+                # An index created now: opened, checked on first use (an outage too).
+                other = RedisStore.from_url(server.url, IndexHeader(), name="new")
+                with pytest.raises(StoreUnavailable, match="out of memory"):
+                    await other.check_and_add(5, "x")
+                # An existing index opens: its header is only read.
+                async with RedisStore.from_url(server.url, IndexHeader(), name="full") as again:
+                    assert await again.count() == 1
+            told = _said(caplog, "Raise maxmemory")
+            assert len(told) == 2  # once per crawl: store, other
+            assert "recorded" in told[0].getMessage()
+            assert not _said(caplog, "set aside")
+            await store.client.delete(*(f"other:{i}" for i in range(filled)))
+            await backlog.replay(store, stats)
+            assert len(backlog) == 0 and await store.count() == 7
+            for fp, url, _, _ in pages:
+                assert await store.check_and_add(fp ^ 1, "copy") == Match(url, fp, 1)
+            assert await other.check_and_add(5, "x") is None
+            await other.close()
+            await store.close()
+
+    asyncio.run(body())

@@ -15,6 +15,7 @@ from redis.exceptions import (
     AuthorizationError,
     ClusterDownError,
     NoPermissionError,
+    OutOfMemoryError,
     RedisClusterException,
     TryAgainError,
 )
@@ -58,6 +59,31 @@ def refusal(exc: BaseException) -> BaseException | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+#: Redis is full (``maxmemory`` reached with the ``noeviction`` policy): it refuses writes
+#: until memory is freed. An outage like any other (the pages wait in the crawl's backlog),
+#: but one no retry within a call cures: the call gives up at once.
+FULL_ERRORS: tuple[type[BaseException], ...] = (OutOfMemoryError,)
+
+
+def full(name: str, url: str, exc: BaseException, *, say: bool) -> StoreUnavailable:
+    """The error of a call that Redis refused for want of memory (``exc``); with ``say``, an
+    ERROR telling the operator what to do is logged first (once a crawl)."""
+    if say:
+        logger.error(
+            "Redis index %r at %s is out of memory (maxmemory reached, and the noeviction "
+            "policy refuses writes): new pages cannot be recorded. Raise maxmemory (CONFIG SET "
+            "maxmemory, and in redis.conf) or free memory in that Redis. Meanwhile pages are "
+            "kept unchecked and wait in the backlog (the pending file at close), to be recorded "
+            "as soon as Redis takes writes again, or by the next crawl on this index",
+            name,
+            url,
+        )
+    return StoreUnavailable(
+        f"Redis index {name!r} at {url} is out of memory (maxmemory): {exc}; raise maxmemory "
+        "or free memory"
+    )
 
 
 def denied(name: str, url: str, exc: BaseException) -> IndexAccessDenied:

@@ -31,10 +31,18 @@ from redis.retry import Retry
 from redis.utils import HIREDIS_AVAILABLE
 
 from nearDupe.designs import Design
-from nearDupe.errors import IndexAccessDenied, IndexFileError
+from nearDupe.errors import IndexAccessDenied, IndexFileError, StoreUnavailable
 from nearDupe.store import public_location
 from nearDupe.store.base import IndexHeader
-from nearDupe.store.redis_failures import REFUSALS, TRANSIENT_ERRORS, denied, refusal, retrying
+from nearDupe.store.redis_failures import (
+    FULL_ERRORS,
+    REFUSALS,
+    TRANSIENT_ERRORS,
+    denied,
+    full,
+    refusal,
+    retrying,
+)
 from nearDupe.store.redis_layout import (
     MAX_BUCKET_BITS,
     Layout,
@@ -131,6 +139,8 @@ class RedisIndex:
         #: its stored JSON as last read (its mark tells the index's creation).
         self._known: dict[str, Any] | None = bare_layout(layout) if layout else None
         self._stored: bytes | None = None
+        #: Whether this crawl said that Redis is out of memory (it says so once).
+        self._said_full = False
         self._set_layout(layout or wanted)
         self._ready = layout is not None
 
@@ -259,6 +269,9 @@ class RedisIndex:
             )
             self._ready = False
             return
+        except FULL_ERRORS as exc:  # an outage: said now, checked on first use
+            self._full(exc)
+            self._ready = False
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         finally:
@@ -287,6 +300,8 @@ class RedisIndex:
                     for key, value in step[1].items():
                         await _copied_async(self.client, key, value)
                     reply = None
+        except FULL_ERRORS:
+            raise  # an outage (see _retrying)
         except redis_sync.ResponseError as exc:
             raise IndexFileError(f"Redis index {self.name!r} at {self.url}: {exc}") from exc
         await self.pipes.reload_scripts()
@@ -339,10 +354,18 @@ class RedisIndex:
 
     async def _retrying(self, what: str, call: Callable[[bool], Awaitable[T]]) -> T:
         """Run call(retried), retrying transient errors for up to ``retry_seconds`` (see
-        :func:`~nearDupe.store.redis_failures.retrying`)."""
-        return await retrying(
-            what, call, name=self.name, url=self.url, retry_seconds=self.retry_seconds
-        )
+        :func:`~nearDupe.store.redis_failures.retrying`); Redis out of memory is an outage
+        (StoreUnavailable at once), which the first time is logged with what to do."""
+        try:
+            return await retrying(
+                what, call, name=self.name, url=self.url, retry_seconds=self.retry_seconds
+            )
+        except FULL_ERRORS as exc:
+            raise self._full(exc) from exc
+
+    def _full(self, exc: BaseException) -> StoreUnavailable:
+        said, self._said_full = self._said_full, True
+        return full(self.name, self.url, exc, say=not said)
 
 
 def _description(values: Any) -> tuple[str, dict[str, Any]] | None:
