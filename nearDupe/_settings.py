@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any
 
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.utils.project import data_path
 
-from nearDupe.designs import Design
+from nearDupe.designs import Design, known_designs
+from nearDupe.errors import SettingsError
 from nearDupe.features import FeatureSettings
 from nearDupe.store import is_redis_url, public_location
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
@@ -45,7 +47,16 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_ANALYSIS_TIMEOUT": 2.0,
     # How text becomes features (FeatureSettings' fields); recorded in the index header.
     "NEARDUPE_FEATURES": {},
+    # Start a crawl whose index does not answer (items kept unchecked, recorded once it does)
+    # instead of refusing to start it.
+    "NEARDUPE_START_WITHOUT_INDEX": False,
 }
+
+_PREFIX = "NEARDUPE_"
+#: The largest k the default design (k + 1 blocks) can answer.
+MAX_K = 63
+#: More worker processes than this is a typo, not a machine.
+MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)
@@ -69,69 +80,49 @@ class Config:
     analysis_timeout: float = 2.0
     features: FeatureSettings = field(default_factory=FeatureSettings)
     redis_pages: int = 0
+    start_without_index: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
-        """Read NEARDUPE_* settings; raise NotConfigured when nearDupe is disabled."""
-
-        def get(name: str) -> Any:
-            return settings.get(name, DEFAULTS[name])
-
-        if not settings.getbool("NEARDUPE_ENABLED", True):
+        """Read and check every NEARDUPE_* setting; raise NotConfigured when nearDupe is
+        disabled and SettingsError naming the first setting whose value is not allowed."""
+        read = _Reader(settings)
+        if not read.boolean("NEARDUPE_ENABLED"):
             raise NotConfigured("nearDupe is disabled (NEARDUPE_ENABLED=False)")
-        k = settings.getint("NEARDUPE_K", DEFAULT_K)
+        design_name = read.text("NEARDUPE_DESIGN")
+        design = None
+        if design_name is not None:
+            try:
+                design = Design.named(design_name)
+            except ValueError:
+                raise read.error("NEARDUPE_DESIGN", f"expected {known_designs()}") from None
+        k = read.whole("NEARDUPE_K", 0, design.k if design else MAX_K)
+        design = design or Design.default_for(k)
+        given = read.mapping("NEARDUPE_FEATURES")
         try:
-            design = Design.named(get("NEARDUPE_DESIGN")) if get("NEARDUPE_DESIGN") else None
-            design = design or Design.default_for(k)
-        except ValueError as exc:
-            raise ValueError(f"NEARDUPE_DESIGN / NEARDUPE_K: {exc}") from None
-        if not 0 <= k <= design.k:
-            raise ValueError(
-                f"NEARDUPE_K={k} must be within 0..{design.k} for design {design.name}"
-            )
-        confirm_k = settings.getint("NEARDUPE_CONFIRM_K", DEFAULT_CONFIRM_K)
-        if not 0 <= confirm_k <= NO_CONFIRMATION:
-            raise ValueError(
-                f"NEARDUPE_CONFIRM_K={confirm_k} must be within 0..{NO_CONFIRMATION} "
-                f"({NO_CONFIRMATION}: off)"
-            )
-        sentence_share = settings.getfloat("NEARDUPE_SENTENCE_SHARE", SENTENCE_SHARE)
-        if not 0 < sentence_share <= 1:
-            raise ValueError(f"NEARDUPE_SENTENCE_SHARE={sentence_share} must be within (0, 1]")
-        try:
-            features = FeatureSettings.from_dict(settings.getdict("NEARDUPE_FEATURES"))
+            features = FeatureSettings.from_dict(given)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"NEARDUPE_FEATURES: {exc}") from None
-        workers = get("NEARDUPE_WORKERS")
-        redis_pages = settings.getint("NEARDUPE_REDIS_PAGES", 0)
-        if redis_pages < 0:
-            raise ValueError(f"NEARDUPE_REDIS_PAGES={redis_pages} must be 0 or more")
+            raise read.error("NEARDUPE_FEATURES", str(exc)) from None
+        workers = read.whole("NEARDUPE_WORKERS", 0, MAX_WORKERS, optional=True)
         return cls(
-            index=get("NEARDUPE_INDEX") or data_path("neardupe"),
-            index_name=get("NEARDUPE_INDEX_NAME") or "neardupe",
-            redis_cluster=settings.getbool("NEARDUPE_REDIS_CLUSTER", False),
+            index=read.text("NEARDUPE_INDEX") or data_path("neardupe"),
+            index_name=read.text("NEARDUPE_INDEX_NAME", optional=False),
+            redis_cluster=read.boolean("NEARDUPE_REDIS_CLUSTER"),
             k=k,
-            confirm_k=confirm_k,
-            sentence_share=sentence_share,
+            confirm_k=read.whole("NEARDUPE_CONFIRM_K", 0, NO_CONFIRMATION),
+            sentence_share=read.number("NEARDUPE_SENTENCE_SHARE", 0.0, 1.0, open_low=True),
             design=design.name,
-            min_text_length=settings.getint(
-                "NEARDUPE_MIN_TEXT_LENGTH", DEFAULTS["NEARDUPE_MIN_TEXT_LENGTH"]
-            ),
-            max_html_chars=settings.getint(
-                "NEARDUPE_MAX_HTML_CHARS", DEFAULTS["NEARDUPE_MAX_HTML_CHARS"]
-            ),
-            text_field=get("NEARDUPE_TEXT_FIELD") or None,
-            report=get("NEARDUPE_REPORT") or None,
-            workers=(os.cpu_count() or 1) if workers is None else int(workers),
-            commit_interval=settings.getfloat(
-                "NEARDUPE_COMMIT_INTERVAL", DEFAULTS["NEARDUPE_COMMIT_INTERVAL"]
-            ),
-            gc_freeze=settings.getbool("NEARDUPE_GC_FREEZE", True),
-            analysis_timeout=settings.getfloat(
-                "NEARDUPE_ANALYSIS_TIMEOUT", DEFAULTS["NEARDUPE_ANALYSIS_TIMEOUT"]
-            ),
+            min_text_length=read.whole("NEARDUPE_MIN_TEXT_LENGTH", 0, 10**9),
+            max_html_chars=read.whole("NEARDUPE_MAX_HTML_CHARS", 1_000, 10**10),
+            text_field=read.text("NEARDUPE_TEXT_FIELD"),
+            report=read.text("NEARDUPE_REPORT"),
+            workers=(os.cpu_count() or 1) if workers is None else workers,
+            commit_interval=read.number("NEARDUPE_COMMIT_INTERVAL", 0.0, 3600.0),
+            gc_freeze=read.boolean("NEARDUPE_GC_FREEZE"),
+            analysis_timeout=read.number("NEARDUPE_ANALYSIS_TIMEOUT", 0.0, 3600.0),
             features=features,
-            redis_pages=redis_pages,
+            redis_pages=read.whole("NEARDUPE_REDIS_PAGES", 0, 10**12),
+            start_without_index=read.boolean("NEARDUPE_START_WITHOUT_INDEX"),
         )
 
     @property
@@ -148,6 +139,7 @@ class Config:
                 "name": self.index_name,
                 "cluster": self.redis_cluster,
                 "pages": self.redis_pages,
+                "must_answer": not self.start_without_index,
             }
         return {"commit_interval": self.commit_interval}
 
@@ -160,3 +152,92 @@ class Config:
     def is_redis(self) -> bool:
         """Whether the index is a shared Redis rather than the embedded directory."""
         return is_redis_url(self.index)
+
+
+def unknown_settings(settings: BaseSettings) -> list[str]:
+    """One warning per NEARDUPE_* name nearDupe does not read, naming the closest known one."""
+    warnings = []
+    for name in sorted(key for key in settings if str(key).startswith(_PREFIX)):
+        if name not in DEFAULTS:
+            suffixes = {known[len(_PREFIX) :]: known for known in DEFAULTS}
+            close = get_close_matches(name[len(_PREFIX) :], suffixes, n=1, cutoff=0.6)
+            hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
+            warnings.append(f"unknown setting {name} is ignored{hint}")
+    return warnings
+
+
+class _Reader:
+    """Typed getters that name the setting, its value and what is allowed when it is wrong."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
+
+    def _get(self, name: str) -> Any:
+        return self.settings.get(name, DEFAULTS[name])
+
+    def error(self, name: str, allowed: str) -> SettingsError:
+        """The error for setting ``name``, whose value is not ``allowed``."""
+        return SettingsError(f"{name} = {self._get(name)!r}: {allowed}")
+
+    def boolean(self, name: str) -> bool:
+        """A boolean (True/False, 1/0, or their strings)."""
+        try:
+            return self.settings.getbool(name, DEFAULTS[name])
+        except ValueError:
+            raise self.error(name, "expected True or False") from None
+
+    def whole(self, name: str, low: int, high: int, *, optional: bool = False) -> Any:
+        """A whole number within low..high (or None where ``optional``)."""
+        value = self._get(name)
+        allowed = f"expected a whole number within {low}..{high}"
+        if value is None or value == "":
+            if optional:
+                return None
+            raise self.error(name, allowed)
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise self.error(name, allowed)
+        try:
+            number = int(str(value).strip()) if isinstance(value, str) else int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise self.error(name, allowed) from None
+        if not low <= number <= high:
+            raise self.error(name, allowed)
+        return number
+
+    def number(self, name: str, low: float, high: float, *, open_low: bool = False) -> float:
+        """A number within low..high (above low where ``open_low``)."""
+        value = self._get(name)
+        bracket = "(" if open_low else "["
+        allowed = f"expected a number within {bracket}{low:g}, {high:g}]"
+        if isinstance(value, bool):
+            raise self.error(name, allowed)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise self.error(name, allowed) from None
+        if not (low < number if open_low else low <= number) or not number <= high:
+            raise self.error(name, allowed)
+        return number
+
+    def text(self, name: str, *, optional: bool = True) -> Any:
+        """A non-empty string (or None where ``optional`` and unset)."""
+        value = self._get(name)
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if value is None or value == "":
+            if optional:
+                return None
+            raise self.error(name, "expected a non-empty string")
+        if not isinstance(value, str):
+            raise self.error(name, "expected a string")
+        if "\x00" in value:
+            raise self.error(name, "expected a string without NUL characters")
+        return value
+
+    def mapping(self, name: str) -> dict[str, Any]:
+        """A dict, or its JSON text."""
+        try:
+            value = self.settings.getdict(name, DEFAULTS[name])
+        except (ValueError, TypeError):
+            raise self.error(name, "expected a dict or its JSON text") from None
+        return dict(value)

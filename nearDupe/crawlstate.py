@@ -11,8 +11,10 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
-from nearDupe._settings import Config
+from nearDupe._settings import Config, unknown_settings
 from nearDupe.analysis import Analysis
+from nearDupe.errors import SettingsError
+from nearDupe.refusal import refuse
 from nearDupe.store import Store
 from nearDupe.workers import WorkerPool
 
@@ -69,10 +71,17 @@ class CrawlState:
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:
-        """The crawler's state, its settings read once (NotConfigured when disabled)."""
+        """The crawler's state, its settings read and checked once (NotConfigured when
+        disabled; CrawlRefused, after one ERROR line, when a setting is wrong)."""
         state = _STATES.get(crawler)
         if state is None:
-            state = _STATES[crawler] = cls(crawler, Config.from_settings(crawler.settings))
+            for warning in unknown_settings(crawler.settings):
+                logger.warning("nearDupe: %s", warning)
+            try:
+                config = Config.from_settings(crawler.settings)
+            except SettingsError as exc:
+                raise refuse("nearDupe: setting %s; the crawl does not start", exc) from None
+            state = _STATES[crawler] = cls(crawler, config)
         return state
 
     @cached_property

@@ -93,8 +93,7 @@ class Design:
         if name.startswith("two-level-"):
             k, a, b = (int(x) for x in name.split("-")[2:])
             return cls.two_level(k, a, b)
-        known = ", ".join([*PAPER_DESIGNS, "blocks-K-N", "two-level-K-A-B"])
-        raise ValueError(f"unknown index design {name!r}; known: {known}")
+        raise ValueError(f"unknown index design {name!r}; known: {known_designs()}")
 
     @classmethod
     def default_for(cls, k: int) -> Design:
@@ -172,3 +171,8 @@ PAPER_DESIGNS = {
     "16-table": lambda: Design.two_level(3, 4, 4, "16-table"),
     "20-table": lambda: Design.blocks(3, 6, "20-table"),
 }
+
+
+def known_designs() -> str:
+    """The design names NEARDUPE_DESIGN takes, for messages."""
+    return ", ".join([*PAPER_DESIGNS, "blocks-K-N", "two-level-K-A-B"])

@@ -32,3 +32,12 @@ class StoreUnavailable(NearDupeError):
 
 class NearDuplicate(DropItem):
     """The item's page is a near-duplicate of a page already kept; Scrapy counts it per class."""
+
+
+class SettingsError(NearDupeError, ValueError):
+    """A NEARDUPE_* setting has a value nearDupe cannot use."""
+
+
+class CrawlRefused(NearDupeError):
+    """nearDupe refused to start the crawl for a reason it has logged: a setting or an index
+    to fix. Scrapy's ``crawl`` command exits non-zero."""

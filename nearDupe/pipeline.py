@@ -6,11 +6,9 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredLock
 
@@ -20,18 +18,17 @@ from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.logstats import counts_line, plural
+from nearDupe.refusal import refuse
 from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
-from nearDupe.workers import AnalysisTimeout, analyze_within, off_the_loop
+from nearDupe.workers import AnalysisTimeout, analyze_within
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
-#: The finish reason of a crawl stopped at start because its index cannot be used.
-INDEX_UNUSABLE = "neardupe_index_unusable"
 #: Pages whose decision is remembered, so every item of a page gets the same one.
 _PAGE_MEMORY = 10_000
 #: After an index failure, items are kept without asking it for this long.
@@ -62,25 +59,37 @@ class NearDupePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
-        """Build from the crawler's shared state (NotConfigured when disabled)."""
-        return cls(crawler, CrawlState.of(crawler))
+        """Build from the crawler's shared state and open the index (NotConfigured when
+        disabled; CrawlRefused when the index cannot be used)."""
+        pipeline = cls(crawler, CrawlState.of(crawler))
+        pipeline._open_store()
+        return pipeline
 
-    async def open_spider(self) -> None:
-        """Open the index (a bad index stops the crawl here, with the reason) and the report."""
-        logger.info("nearDupe: opening index %s", self.config.public_index)
+    def _open_store(self) -> None:
+        """Open the index before the crawl starts. One that cannot be used (corrupt, locked,
+        refusing these credentials) or does not answer refuses the crawl: one ERROR line and
+        a non-zero exit (NEARDUPE_START_WITHOUT_INDEX starts without an absent Redis)."""
+        index = self.config.public_index
+        logger.info("nearDupe: opening index %s", index)
         try:
-            self.store = await off_the_loop(
-                partial(
-                    open_store,
-                    self.config.index,
-                    self.config.header,
-                    **self.config.store_options(),
-                )
+            self.store = open_store(
+                self.config.index, self.config.header, **self.config.store_options()
             )
         except NearDupeError as exc:
-            logger.error("nearDupe cannot open its index, stopping the crawl: %s", exc)
-            raise CloseSpider(INDEX_UNUSABLE) from exc
+            hint = ""
+            if isinstance(exc, StoreUnavailable):
+                hint = " (NEARDUPE_START_WITHOUT_INDEX = True crawls while it is away)"
+            raise refuse(
+                "nearDupe cannot open its index %s: %s; the crawl does not start%s",
+                index,
+                exc,
+                hint,
+            ) from None
         self._state.store = self.store
+
+    async def open_spider(self) -> None:
+        """Load the pages an earlier crawl could not record, open the report."""
+        assert self.store is not None
         self._backlog.load_earlier(self.config.index_name)
         if self.config.report:
             self.report = ReportWriter(self.config.report)
@@ -90,10 +99,10 @@ class NearDupePipeline:
         try:
             size = await self.store.count()
         except StoreUnavailable as exc:
-            # Not a bad index, an absent one: keep items and record them when it answers.
+            # Started without its index on purpose: keep items, record them when it answers.
             logger.error(
-                "nearDupe: index %s unreachable at start (%s); keeping items unchecked for "
-                "%.0f s and recording their fingerprints later",
+                "nearDupe: index %s unreachable (%s); keeping items unchecked for %.0f s and "
+                "recording their fingerprints later",
                 self.config.public_index,
                 exc,
                 _RETRY_AFTER,

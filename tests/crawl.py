@@ -210,8 +210,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def assert_refused_at_start(result: CrawlResult) -> None:
-    """The crawl stopped at start because its index is unusable: one clear ERROR, no
-    traceback, nothing crawled."""
-    assert result.stats.get("finish_reason") == "neardupe_index_unusable", result.log[-3000:]
+    """The crawl did not start because its index is unusable: one clear ERROR, a non-zero
+    exit, no traceback, nothing crawled."""
+    assert result.returncode != 0, result.log[-3000:]
+    refusals = [line for line in result.log.splitlines() if "the crawl does not start" in line]
+    assert len(refusals) == 1 and "ERROR" in refusals[0], result.log[-3000:]
+    assert "Spider opened" not in result.log and not result.stats.get("finish_reason")
     assert result.items == [] and result.report == []
     assert "Traceback" not in result.log and "never retrieved" not in result.log, result.log

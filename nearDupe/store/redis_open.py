@@ -158,6 +158,7 @@ class RedisIndex:
         max_bucket_bits: int = MAX_BUCKET_BITS,
         lease_seconds: float = LEASE_SECONDS,
         pages: int = 0,
+        must_answer: bool = False,
         **options: Any,
     ) -> Index:
         """Open (creating if new) the index ``name`` at ``url``; checks its header right away.
@@ -165,7 +166,8 @@ class RedisIndex:
         ``cluster=True`` talks to a Redis Cluster.  ``pages``: how many pages a new index is
         laid out for (see :func:`~nearDupe.store.redis_layout.wanted_layout`; an existing
         index keeps its layout).  Other options go to the redis-py client.
-        If Redis cannot be reached now, the header is checked on the first call instead.
+        If Redis cannot be reached now, the header is checked on the first call instead, or,
+        with ``must_answer``, StoreUnavailable is raised.
         """
         header = header or IndexHeader()
         common: dict[str, Any] = {
@@ -191,7 +193,7 @@ class RedisIndex:
             lease_seconds=lease_seconds,
             pages=pages,
         )
-        store._handshake_sync(url, cluster, common)
+        store._handshake_sync(url, cluster, common, must_answer)
         return store
 
     def _handshake_steps(self) -> Generator[tuple[Any, ...], Any, None]:
@@ -231,7 +233,9 @@ class RedisIndex:
             if stale:
                 yield ("copy", stale)
 
-    def _handshake_sync(self, url: str, cluster: bool, options: dict[str, Any]) -> None:
+    def _handshake_sync(
+        self, url: str, cluster: bool, options: dict[str, Any], must_answer: bool = False
+    ) -> None:
         """Check the header with a short-lived blocking client (once, at open)."""
         options = {k: v for k, v in options.items() if k != "retry"}
         options["retry"] = Retry(NoBackoff(), 0)
@@ -261,6 +265,10 @@ class RedisIndex:
         except TRANSIENT_ERRORS as exc:
             if (refused := refusal(exc)) is not None:
                 raise self._denied(refused) from None
+            if must_answer:
+                raise StoreUnavailable(
+                    f"Redis index {self.name!r} at {self.url} is unreachable: {exc}"
+                ) from None
             logger.warning(
                 "Redis index %r at %s is unreachable (%s); checking it on first use",
                 self.name,

@@ -1,0 +1,124 @@
+"""A crawl checks its settings and its index before it starts: one line when they are wrong,
+a non-zero exit, no traceback; and nothing of nearDupe's dependencies floods the log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from nearDupe._settings import Config, unknown_settings
+from nearDupe.errors import SettingsError
+from tests.crawl import assert_refused_at_start, run_crawl
+from tests.mockserver import MockServer
+from tests.redis_server import free_port
+from tests.site import build_site
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("NEARDUPE_K", "abc", "a whole number within 0..63"),
+        ("NEARDUPE_K", "99", "a whole number within 0..63"),
+        ("NEARDUPE_K", "2.5", "a whole number"),
+        ("NEARDUPE_WORKERS", "many", "a whole number within 0..1024"),
+        ("NEARDUPE_WORKERS", "-1", "a whole number within 0..1024"),
+        ("NEARDUPE_GC_FREEZE", "maybe", "True or False"),
+        ("NEARDUPE_COMMIT_INTERVAL", "-1", "a number within [0, 3600]"),
+        ("NEARDUPE_ANALYSIS_TIMEOUT", "soon", "a number within [0, 3600]"),
+        ("NEARDUPE_MAX_HTML_CHARS", "10", "a whole number within 1000.."),
+        ("NEARDUPE_DESIGN", "blocks-3-x", "4-table, 10-table"),
+        ("NEARDUPE_FEATURES", "{not json", "a dict or its JSON text"),
+        ("NEARDUPE_INDEX_NAME", "", "a non-empty string"),
+    ],
+)
+def test_a_wrong_setting_names_itself_its_value_and_what_is_allowed(
+    name: str, value: str, allowed: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Config.from_settings(Settings({name: value}))
+    message = str(raised.value)
+    assert message.startswith(f"{name} = {value!r}: expected"), message
+    assert allowed in message, message
+
+
+def test_settings_of_the_right_type_from_the_command_line_are_read() -> None:
+    config = Config.from_settings(
+        Settings(
+            {
+                "NEARDUPE_K": "5",
+                "NEARDUPE_WORKERS": "0",
+                "NEARDUPE_GC_FREEZE": "false",
+                "NEARDUPE_SENTENCE_SHARE": "0.5",
+                "NEARDUPE_FEATURES": '{"top_n": 50}',
+                "NEARDUPE_START_WITHOUT_INDEX": "1",
+            }
+        )
+    )
+    assert (config.k, config.workers, config.gc_freeze, config.sentence_share) == (
+        5,
+        0,
+        False,
+        0.5,
+    )
+    assert config.features.top_n == 50 and config.start_without_index
+
+
+def test_an_unknown_setting_is_named_with_the_closest_known_one() -> None:
+    settings = Settings({"NEARDUPE_KK": 5, "NEARDUPE_INDX": "x", "NEARDUPE_TOTALLY_NEW": 1})
+    assert unknown_settings(settings) == [
+        "unknown setting NEARDUPE_INDX is ignored; did you mean NEARDUPE_INDEX?",
+        "unknown setting NEARDUPE_KK is ignored; did you mean NEARDUPE_K?",
+        "unknown setting NEARDUPE_TOTALLY_NEW is ignored",
+    ]
+
+
+def test_a_wrong_setting_refuses_the_crawl_in_one_line(tmp_path: Path) -> None:
+    pages, _ = build_site()
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_K": "abc", "NEARDUPE_KK": "5"},
+        )
+    assert_refused_at_start(result)
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert errors == [next(ln for ln in errors if "NEARDUPE_K = 'abc'" in ln)], errors
+    assert "expected a whole number within 0..63" in errors[0]
+    warnings = [line for line in result.log.splitlines() if " WARNING: " in line]
+    assert any("NEARDUPE_KK is ignored; did you mean NEARDUPE_K?" in ln for ln in warnings)
+
+
+def test_an_unreachable_redis_refuses_the_crawl(tmp_path: Path) -> None:
+    pages, _ = build_site()
+    index = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_INDEX": index},
+        )
+    assert_refused_at_start(result)
+    refusal = next(ln for ln in result.log.splitlines() if "the crawl does not start" in ln)
+    assert "is unreachable" in refusal and "NEARDUPE_START_WITHOUT_INDEX" in refusal, refusal
+
+
+def test_a_crawl_started_without_its_index_on_purpose_keeps_its_items(tmp_path: Path) -> None:
+    pages, _ = build_site()
+    index = f"redis://127.0.0.1:{free_port()}/0"
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {
+                "NEARDUPE_INDEX": index,
+                "NEARDUPE_START_WITHOUT_INDEX": True,
+                "CLOSESPIDER_ITEMCOUNT": 3,
+            },
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.items, result.log[-3000:]
+    assert {line["reason"] for line in result.report if line["decision"] == "kept"} == {
+        "index-unavailable"
+    }
