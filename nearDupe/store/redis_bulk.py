@@ -11,6 +11,7 @@ import numpy as np
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Sketch, recorded, sketch_of
+from nearDupe.store.redis_layout import glob_escaped
 from nearDupe.store.redis_open import RedisIndex
 from nearDupe.store.redis_records import page_records
 
@@ -99,7 +100,8 @@ class RedisBulkIndex(RedisIndex):
         page buckets, on every node of a cluster)."""
         await self._retrying("pages", lambda _r: self._ensure_ready())
         out = []
-        async for bucket in self.client.scan_iter(match=f"{self.name}:{{p.*}}", count=1000):
+        buckets = f"{glob_escaped(self.name)}:{{p.*}}"  # this index's only
+        async for bucket in self.client.scan_iter(match=buckets, count=1000):
             value = await self.client.get(bucket)
             top = self.layout.page_key_top(bucket.decode())
             out += [(r.fp, r.key, r.signature) for r in page_records(value or b"", top)]

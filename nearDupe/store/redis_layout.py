@@ -7,6 +7,7 @@ import functools
 import json
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,6 +91,16 @@ COPY_TAGS = _spread_tags(COPIES)
 def copy_keys(name: str) -> list[str]:
     """The keys of index ``name``'s copies of its header and layout (see COPIES)."""
     return [f"{name}:{{{tag}}}" for tag in COPY_TAGS]
+
+
+#: The characters that a Redis glob pattern (SCAN MATCH) reads as wildcards or escapes.
+_GLOB = re.compile(r"([*?\[\]\\])")
+
+
+def glob_escaped(text: str) -> str:
+    """``text`` as a Redis glob pattern matching only itself: a name taken into a SCAN
+    pattern (``ne*`` would match the keys of ``news``, ``n[a-z]ws`` too)."""
+    return _GLOB.sub(r"\\\1", text)
 
 
 def bare_layout(layout: dict[str, Any]) -> dict[str, Any]:

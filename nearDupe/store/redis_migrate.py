@@ -17,7 +17,7 @@ import redis.asyncio as redis_async
 from nearDupe.errors import IndexFileError
 from nearDupe.store.base import IndexHeader, sketch_of_hashes
 from nearDupe.store.redis import RedisStore
-from nearDupe.store.redis_layout import MIGRATED_FORMAT
+from nearDupe.store.redis_layout import MIGRATED_FORMAT, glob_escaped
 
 #: Bytes of format 2's records: signature record, key length; a holder's head (fingerprint,
 #: the page's sentence letters, key length).
@@ -80,7 +80,8 @@ async def migrate(
             for sentence, key, fp, total in _holders(int.from_bytes(h, "big"), value):
                 samples.setdefault((fp, key), []).append(sentence)
                 totals[fp, key] = total
-        old = [k async for k in client.scan_iter(match=f"{tag}:*", count=1000)]
+        mine = f"{glob_escaped(tag)}:*"  # this index's keys only, whatever its name
+        old = [k async for k in client.scan_iter(match=mine, count=1000)]
         keep = {f"{tag}:drops".encode()}
         for start in range(0, len(old), 1000):
             doomed = [k for k in old[start : start + 1000] if k not in keep]
