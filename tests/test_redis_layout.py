@@ -157,3 +157,41 @@ def test_page_records_keep_their_urls_in_either_format(
         sizes[format_] = len(record)
     cut = max((p for p in URL_PREFIXES if key.startswith(p)), key=len)
     assert sizes[3] - sizes[4] == len(cut)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    char=st.sampled_from(["é", "新", "😀", "a"]),
+    filler=st.integers(0, 3),
+    tails=st.integers(0, 16),
+    format_=st.sampled_from(sorted(RECORD_FORMATS)),
+)
+def test_a_url_past_the_record_limit_is_cut_on_a_character_boundary(
+    char: str, filler: int, tails: int, format_: int
+) -> None:
+    """A URL longer than a page record holds (64 KiB - 1 bytes with its tails) is cut between
+    two characters, whatever their width and where the limit falls: the record reads back
+    as the URL's longest beginning that fits."""
+    key = "https://www.example.com/" + "a" * filler + char * 70_000
+    sketch = Sketch(1000, 500, bytes(range(2 * tails)))
+    record = _layout([16] * 4, format_).page_record(5 << 50, key, None, sketch)
+    (read,) = page_records(record, 5 << 50)
+    assert key.startswith(read.key)
+    stored = len(read.key.encode()) - (len("https://www.") if format_ == 4 else 0)
+    assert 2**16 - 1 - 2 * tails - 4 < stored <= 2**16 - 1 - 2 * tails
+
+
+def test_a_record_whose_url_is_no_utf8_spoils_only_its_own_url() -> None:
+    """A page bucket holding a record whose URL bytes end inside a character (cut by bytes, as
+    an earlier writer did) reads whole: that URL ends in U+FFFD, the records after it read as
+    written."""
+    layout = _layout([16] * 4)
+    sketch = Sketch(100, 50, b"\x01\x02")
+    top = 7 << 46
+    broken = layout.page_record(top | 1, "http://x/ab", None, sketch)
+    broken = broken[:-1] + "é".encode()[:1]  # "a" and half an "é"
+    value = layout.page_record(top | 2, "http://x/first", 9, sketch) + broken
+    value += layout.page_record(top | 3, "http://x/né", None, sketch)
+    read = page_records(value, top)
+    assert [r.key for r in read] == ["http://x/first", "http://x/a\ufffd", "http://x/né"]
+    assert [r.fp & 3 for r in read] == [2, 1, 3] and read[0].signature == 9

@@ -183,6 +183,40 @@ def test_names_isolate_crawls_on_one_redis(server: RedisServer) -> None:
     asyncio.run(body())
 
 
+def test_a_url_cut_at_the_record_limit_reads_back_and_spoils_no_bucket(
+    server: RedisServer,
+) -> None:
+    """A URL of 80 KB of "é" is cut where a page record ends (64 KiB) on a character
+    boundary: a copy names it back, its sentences find it, and listing the pages (what
+    ``stats``, ``clusters`` and ``report`` read) works. A record an earlier writer cut inside
+    a character, in the page bucket of another page, leaves that page found and listed."""
+    from nearDupe.store.base import Sketch
+
+    long = "http://127.0.0.1/" + "é" * 40_000
+    fp = 0x5A5A_1234_5678_9ABC
+    article = tuple((0x1000 + i * 7919, 60) for i in range(6))
+
+    async def body() -> None:
+        async with RedisStore.from_url(server.url, IndexHeader(), name="cut") as store:
+            assert await store.check_and_add(fp, long, None, article) is None
+            copy = await store.check_and_add(fp ^ 1, "http://127.0.0.1/copy")
+            assert copy is not None and long.startswith(copy.key) and len(copy.key) > 32_000
+            same = await store.check_and_add(fp ^ 0xFFFF << 30, "http://s/", None, article)
+            assert same is not None and same.key == copy.key
+            # A record cut by bytes inside an "é", next to a page in its page bucket.
+            other = fp ^ 0xFF
+            assert await store.check_and_add(other, "http://127.0.0.1/other") is None
+            record = store.layout.page_record(fp ^ 0xF0, "http://x/ab", None, Sketch(0, 0, b""))
+            bucket = store.layout.page_key(other)
+            await store.client.append(bucket, record[:-1] + "é".encode()[:1])
+            got = await store.check_and_add(other ^ 2, "http://127.0.0.1/again")
+            assert got == Match("http://127.0.0.1/other", other, 1)
+            listed = {key for _fp, key, _sig in await store.pages()}
+            assert listed == {copy.key, "http://127.0.0.1/other", "http://x/a\ufffd"}
+
+    asyncio.run(body())
+
+
 @pytest.mark.parametrize("design", ["10-table", "20-table", "blocks-6-7"])
 def test_other_designs_exact(server: RedisServer, design: str) -> None:
     """Long prefixes are cut at MAX_BUCKET_BITS, short ones leave big buckets: still exact."""

@@ -31,7 +31,7 @@ def _entries(value: bytes) -> list[tuple[str, int | None]]:
         n = int.from_bytes(value[i + _OLD_RECORD : i + _OLD_RECORD + _OLD_LENGTH], "big")
         start = i + _OLD_RECORD + _OLD_LENGTH
         signature = int.from_bytes(value[i + 1 : i + _OLD_RECORD], "big") if value[i] else None
-        out.append((value[start : start + n].decode(), signature))
+        out.append((value[start : start + n].decode("utf-8", "replace"), signature))
         i = start + n
     return out
 
@@ -43,7 +43,7 @@ def _holders(sentence: int, value: bytes) -> list[tuple[int, str, int, int]]:
         fp = int.from_bytes(value[i : i + 8], "big")
         total = int.from_bytes(value[i + 8 : i + 12], "big")
         n = int.from_bytes(value[i + 12 : i + 16], "big")
-        out.append((sentence, value[i + 16 : i + 16 + n].decode(), fp, total))
+        out.append((sentence, value[i + 16 : i + 16 + n].decode("utf-8", "replace"), fp, total))
         i += _OLD_HOLDER + n
     return out
 

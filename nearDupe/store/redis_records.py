@@ -70,7 +70,7 @@ def page_record(
     """One page as its page bucket stores it (``writer``: see WRITER; ``cut_url``: leave
     out its URL_PREFIXES, format 4)."""
     code, name = stored_key(key, cut_url=cut_url)
-    raw = sketch.tails + name[: 2 ** (8 * LENGTH) - 1 - len(sketch.tails)]
+    raw = sketch.tails + utf8_cut(name, 2 ** (8 * LENGTH) - 1 - len(sketch.tails))
     most = 2 ** (8 * LETTERS) - 1
     count = len(sketch.tails) // TAIL_BYTES | code
     return (
@@ -89,6 +89,17 @@ def stored_key(key: str, *, cut_url: bool) -> tuple[int, bytes]:
     URL_PREFIXES it starts with, if ``cut_url``), and the bytes stored of it."""
     code = max(i for i, p in enumerate(URL_PREFIXES) if key.startswith(p)) if cut_url else 0
     return code << _PREFIX_SHIFT, key.encode()[len(URL_PREFIXES[code]) :]
+
+
+def utf8_cut(text: bytes, most: int) -> bytes:
+    """The UTF-8 ``text`` cut to at most ``most`` bytes on a character boundary (a cut inside
+    a character would leave bytes no UTF-8 decoder takes)."""
+    if len(text) <= most:
+        return text
+    end = max(most, 0)
+    while end > 0 and text[end] & 0xC0 == 0x80:  # a continuation byte: inside a character
+        end -= 1
+    return text[:end]
 
 
 def page_records(value: bytes, top: int, heads: Iterable[bytes] | None = None) -> list[PageRecord]:
@@ -138,9 +149,12 @@ def _page_record_at(value: bytes, i: int, fp: int, n: int) -> PageRecord:
     letters = int.from_bytes(value[j : j + LETTERS], "big")
     sketched = int.from_bytes(value[j + LETTERS : j + 2 * LETTERS], "big")
     count = value[j + 2 * LETTERS]
-    tails_end = i + PAGE_HEAD + TAIL_BYTES * (count & TAIL_COUNT)
+    end = i + PAGE_HEAD + n
+    tails_end = min(i + PAGE_HEAD + TAIL_BYTES * (count & TAIL_COUNT), end)
     prefix = URL_PREFIXES[(count >> _PREFIX_SHIFT) & (len(URL_PREFIXES) - 1)]
-    key = prefix + value[tails_end : i + PAGE_HEAD + n].decode()
+    # Tolerant: bytes that are no UTF-8 (a URL cut inside a character by an older writer)
+    # read as U+FFFD, so that one record never makes its whole bucket unreadable.
+    key = prefix + value[tails_end:end].decode("utf-8", "replace")
     sketch = Sketch(letters, sketched, value[i + PAGE_HEAD : tails_end])
     return PageRecord(fp, key, signature if count & SIGNED else None, sketch, writer)
 
