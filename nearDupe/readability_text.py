@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import re
 from collections.abc import Sequence
 
@@ -28,6 +29,11 @@ from nearDupe.textlines import (
     is_furniture_box,
 )
 from nearDupe.texttail import story_lines
+
+# readability logs every candidate it scores at DEBUG and INFO, charset_normalizer each guess
+# at DEBUG (analysis.detect_encoding): not into a crawl's log, whatever its level.
+for _name in ("readability", "charset_normalizer"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 # Readability scores a paragraph by its commas; Chinese and Japanese text uses these instead.
 _COMMAS = re.compile(r"[,，、]")
