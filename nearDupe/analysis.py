@@ -63,6 +63,9 @@ class Analysis:
     units: int = 0
     told: tuple[int, ...] = ()
     recheck: Recheck | None = None
+    #: An unfingerprinted page's exact key and signature (simhash.stored_copy_key): it is
+    #: recorded under them, so a re-crawl drops it as already stored.
+    stored_key: tuple[int, int] | None = None
 
     def outdated(self, site: SiteTemplate) -> bool:
         """Whether ``site`` now knows more of the page's lines as its template than when the

@@ -11,6 +11,7 @@ from scrapy.http import HtmlResponse, Request, Response
 from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
+from nearDupe.simhash import stored_copy_key
 from nearDupe.sitetemplate import SiteTemplate, site_of
 from nearDupe.text import CODE_SCAN
 from nearDupe.workers import AnalysisTimeout, analyze_within
@@ -91,6 +92,7 @@ class NearDupeDownloaderMiddleware:
                 analysis = skipped("analysis-error")
         else:
             analysis = skipped(reason)
+        analysis = replace(analysis, stored_key=stored_copy_key(response.url, response.body))
         if analysis.skip_reason:
             self.stats.inc_value(f"neardupe/responses/skipped/{analysis.skip_reason}")
             logger.log(

@@ -176,8 +176,26 @@ class NearDupePipeline:
         if analysis.skip_reason or analysis.fingerprint is None:
             if analysis.skip_reason == "template-text":
                 await self._learn(url, analysis)
+            if await self._stored_before(url, analysis):
+                return Decision.stored(url)
             return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
         return await self._page_decision(url, analysis)
+
+    async def _stored_before(self, url: str, analysis: Analysis) -> bool:
+        """Whether an earlier crawl recorded this unfingerprinted page under its URL and body
+        (its stored key, recorded now if not): a re-crawl drops what the index holds."""
+        if analysis.stored_key is None or not url or self.store is None:
+            return False
+        if time.monotonic() < self._down_until:
+            return False
+        key, signature = analysis.stored_key
+        try:
+            match = await self.store.check_and_add(key, url, signature)
+        except Exception as exc:  # kept unchecked, as when the index is away
+            self.stats.inc_value("neardupe/index_errors")
+            logger.debug("nearDupe: the stored key of %s was not recorded: %s", url, exc)
+            return False
+        return match is not None and match.key == url and match.distance == 0
 
     async def _rechecked(self, url: str, analysis: Analysis) -> Analysis:
         """A young site's page analysed again when its site taught more of its lines while it
@@ -206,7 +224,7 @@ class NearDupePipeline:
             logger.debug("nearDupe: %s was not analysed again: %s", url, exc)
             return analysis
         self.stats.inc_value("neardupe/rechecked")
-        return replace(again, page=analysis.page)
+        return replace(again, page=analysis.page, stored_key=analysis.stored_key)
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None
@@ -309,6 +327,8 @@ class NearDupePipeline:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
         if await self._became_template(url, analysis, match.key):
+            if await self._stored_before(url, analysis):
+                return Decision.stored(url)
             return Decision(url, "skipped", reason="template-text")
         decision = Decision.drop(url, fp, match)
         try:

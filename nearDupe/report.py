@@ -34,6 +34,11 @@ class Decision:
         reason = None if match.shared is None else "shared-sentences"
         return cls(url, "dropped", fingerprint, match.key, match.distance, reason)
 
+    @classmethod
+    def stored(cls, url: str) -> Decision:
+        """An unfingerprinted page dropped because the index already holds it (a re-crawl)."""
+        return cls(url, "dropped", None, url, None, "already-stored")
+
     def to_drop(self) -> Drop:
         """A drop as the index remembers it (see nearDupe.store.droplog), dated now."""
         assert self.fingerprint is not None and self.duplicate_of is not None, "a drop"
@@ -55,6 +60,8 @@ class Decision:
     @property
     def message(self) -> str:
         """Why an item was dropped, naming the page it duplicates."""
+        if self.reason == "already-stored":
+            return f"already stored: {self.url}"
         why = "its sentences" if self.distance is None else f"distance {self.distance}"
         return f"near-duplicate of {self.duplicate_of} ({why}): {self.url}"
 
@@ -110,5 +117,7 @@ def record(stats: Any, report: ReportWriter | None, decision: Decision) -> None:
         stats.inc_value(f"neardupe/{decision.decision}")
     if decision.distance is not None:
         stats.inc_value(f"neardupe/distance/{decision.distance}")
+    elif decision.decision == "dropped":  # matched by its sentences, or already stored
+        stats.inc_value(f"neardupe/dropped_by/{decision.reason}")
     if report is not None:
         report.write(decision)

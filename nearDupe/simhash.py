@@ -22,6 +22,10 @@ _WEIGHT_SCALE = 1000
 SIGNATURE_SEED = 0x6E64_7369_676E_6174
 
 
+#: Seed of the exact keys of unfingerprinted pages (see :func:`stored_copy_key`).
+_STORED_SEED = 0x5EED_0F_C0
+
+
 def feature_hashes(features: Sequence[str], seed: int = 0) -> np.ndarray:
     """xxh3-64 of each feature's UTF-8 bytes, as uint64 (stable across machines and runs)."""
     return np.fromiter(
@@ -81,3 +85,12 @@ def hamming(a: int, b: int) -> int:
 def to_hex(fp: int) -> str:
     """A fingerprint as 16 lowercase hex digits."""
     return f"{fp:016x}"
+
+
+def stored_copy_key(url: str, body: bytes) -> tuple[int, int]:
+    """(key, signature) recording an unfingerprinted page exactly: hashes of its URL and body.
+
+    A re-crawl finds the page stored under them when neither changed. The signature is an
+    independent hash, so the key never confirms a fingerprint that falls within k of it."""
+    data = url.encode("utf-8", "surrogatepass") + b"\0" + body
+    return xxh3_64_intdigest(data, _STORED_SEED), xxh3_64_intdigest(data, _STORED_SEED + 1)

@@ -63,9 +63,19 @@ def test_second_crawl_on_same_index_drops_everything_already_stored(site, tmp_pa
     first = run_crawl(tmp_path / "one", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})
     second = run_crawl(tmp_path / "two", args, {"NEARDUPE_INDEX": str(tmp_path / "index")})
     assert first.returncode == second.returncode == 0, second.log[-3000:]
-    assert second.stats["neardupe/dropped"] == 9
-    assert "neardupe/kept" not in second.stats
-    assert second.stats["neardupe/index_size"] == first.stats["neardupe/index_size"] == 6
+    skipped = [line["url"] for line in first.report if line["decision"] == "skipped"]
+    assert skipped and first.stats["neardupe/kept"] == 6
+    # Pages kept unfingerprinted (too short, ...) are recorded by their URL and body too.
+    assert first.stats["neardupe/index_size"] == 6 + len(skipped)
+    assert second.items == [], "a re-crawl of unchanged pages stores nothing again"
+    assert second.stats["neardupe/dropped"] == 9 + len(skipped)
+    assert "neardupe/kept" not in second.stats and "neardupe/skipped" not in second.stats
+    stored = {line["url"]: line for line in second.report if line["reason"] == "already-stored"}
+    assert set(stored) == set(skipped)
+    assert all(line["duplicate_of"] == url for url, line in stored.items())
+    assert second.stats["neardupe/dropped_by/already-stored"] == len(skipped)
+    assert second.stats["neardupe/index_size"] == first.stats["neardupe/index_size"]
+    assert f"Dropped: already stored: {skipped[0]}" in second.log
 
 
 def test_text_field_mode_with_worker_processes(site, tmp_path: Path) -> None:
