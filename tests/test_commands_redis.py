@@ -238,3 +238,37 @@ def test_a_format_3_index_is_read_and_written_in_its_own_format(tmp_path: Path) 
             text=True,
         )
         assert refused.returncode == 1 and "unknown layout" in refused.stderr
+
+
+def test_stats_prints_the_format_of_the_redis_index(tmp_path: Path) -> None:
+    """``stats`` on a Redis index prints the format of its keys: that of a new index
+    (REDIS_FORMAT), or 3 for an index laid out in format 3, not the embedded index's
+    header format."""
+    import asyncio
+
+    from nearDupe.designs import Design
+    from nearDupe.store.redis import RedisStore
+    from nearDupe.store.redis_layout import REDIS_FORMAT
+
+    require_redis()
+
+    async def fill(url: str) -> None:
+        async with RedisStore.from_url(url, PLUGIN_HEADER) as store:
+            assert await store.check_and_add(0x0123456789ABCDEF, "https://new/a") is None
+            tables = len(Design.named(PLUGIN_HEADER.design).tables)
+            old = {"format": 3, "bucket_bits": [16] * tables, "page_bits": 18, "sentence_bits": 18}
+            await store.client.set("{old}:header", json.dumps(PLUGIN_HEADER.to_dict()))
+            await store.client.set("{old}:layout", json.dumps(old))
+
+    with RedisServer(tmp_path / "redis") as redis:
+        asyncio.run(fill(redis.url))
+        assert REDIS_FORMAT == 4
+        text = neardupe(tmp_path, "stats", index=redis.url)
+        assert text.returncode == 0, text.stderr
+        (line,) = [x for x in text.stdout.splitlines() if x.startswith("algorithm")]
+        assert line.endswith(f"format {REDIS_FORMAT}"), line
+        old = neardupe(
+            tmp_path, "stats", "--json", "-s", "NEARDUPE_INDEX_NAME=old", index=redis.url
+        )
+        assert old.returncode == 0, old.stderr
+        assert json.loads(old.stdout)["format"] == 3

@@ -79,6 +79,9 @@ class IndexView:
         self.path = path
         self.config = config
         self.header = header
+        #: The format of the index's storage: an embedded index's files (its header's), or a
+        #: Redis index's keys (its layout's: redis_layout.REDIS_FORMAT for a new one).
+        self.format = header.format
         self.design = Design.named(header.design)
         self.fps = np.fromiter((p[0] for p in pages), dtype=np.uint64, count=len(pages))
         self.keys: list[str] = [p[1] for p in pages]
@@ -134,17 +137,19 @@ class IndexView:
     def from_redis(cls, config: Config) -> IndexView:
         """A Redis index (its header must match the settings), read with HSCAN."""
 
-        async def read() -> tuple[list[tuple[int, str, int | None]], list[Drop]]:
+        async def read() -> tuple[list[tuple[int, str, int | None]], list[Drop], int]:
             store = _redis_store(config)
             try:
-                return await store.pages(), await store.drops()
+                return await store.pages(), await store.drops(), store.layout.format
             finally:
                 await store.close()
 
-        stored, drops = asyncio.run(read())
+        stored, drops, format_ = asyncio.run(read())
         pages = [(fp, key, None, sig) for fp, key, sig in sorted(stored)]
         source = f"{config.public_index} ({config.index_name})"
-        return cls(source, config.header, pages, config=config, drops=drops)
+        view = cls(source, config.header, pages, config=config, drops=drops)
+        view.format = format_
+        return view
 
     def decisions(self) -> list[dict[str, Any]]:
         """What a decisions report would say of the index's pages: each stored page kept,

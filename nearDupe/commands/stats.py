@@ -47,6 +47,7 @@ def index_stats(
         "pages": len(view),
         "design": view.design.describe(),
         "header": view.header.to_dict(),
+        "format": view.format,
         "memory_bytes": view.index.nbytes,
         "disk_bytes": view.disk_bytes(),
         "first_added": _when(min(view.added)) if view.added else None,
@@ -69,7 +70,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         f"design        {stats['design']}",
         f"k             {header['k']} (pages within {header['k']} bits are near-duplicates)",
         f"features      {features}",
-        f"algorithm     v{header['algorithm']}, {header['bits']}-bit, format {header['format']}",
+        f"algorithm     v{header['algorithm']}, {header['bits']}-bit, format {stats['format']}",
         f"memory        {human_bytes(stats['memory_bytes'])} of tables",
         "disk          "
         + (

@@ -187,7 +187,9 @@ class Layout:
         self.name = name
         self.design = design
         self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
-        tag_bytes, self.cut_url = RECORD_FORMATS[int(layout["format"])]
+        #: The index's Redis format (REDIS_FORMAT for a new index).
+        self.format = int(layout["format"])
+        tag_bytes, self.cut_url = RECORD_FORMATS[self.format]
         #: The sentence records of this layout's format.
         self.sentences = SentenceRecords(tag_bytes)
         self.page_shift = BITS - int(layout["page_bits"])
