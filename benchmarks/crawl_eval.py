@@ -258,7 +258,7 @@ def main() -> None:
     """Build the cases per split seed, crawl them per backend default, print one table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     split_arguments(parser)
-    parser.add_argument("--no-learning", action="store_true", help="nothing learned (before)")
+    parser.add_argument("--no-learning", action="store_true", help="nothing learned")
     parser.add_argument(
         "--modern", action="store_true", help="add WCXB's article templates (modern sites)"
     )
@@ -275,7 +275,7 @@ def main() -> None:
         "--by-site", action="store_true", help="each site's pages together, as a crawl meets them"
     )
     parser.add_argument(
-        "--no-recheck", action="store_true", help="pages analysed once, never again (before)"
+        "--no-recheck", action="store_true", help="pages analysed once, never again"
     )
     parser.add_argument(
         "--sample", type=int, help="sentences a long page is recorded under (0: all)"

@@ -36,8 +36,8 @@ MIN_PAIRS = 3
 #: The defaults scored: (name, k, confirm_k).
 DEFAULTS = (
     ("default", DEFAULT_K, DEFAULT_CONFIRM_K),
-    ("k10 (before)", 10, 22),
-    ("Redis k6 (before)", 6, 20),
+    ("k10", 10, 22),
+    ("Redis k6", 6, 20),
 )
 
 

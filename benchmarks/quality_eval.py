@@ -593,7 +593,7 @@ def _shared(texts: list[str], share: float) -> np.ndarray:
 
 
 POLICIES = [
-    Policy("skip < 200 chars (before)", 200, "skip"),
+    Policy("skip < 200 chars", 200, "skip"),
     Policy("skip < 300 chars", 300, "skip"),
     Policy(
         f"exact < 200 letters, shared sentences < {SENTENCE_PAGE_LETTERS} (current)",
@@ -602,7 +602,7 @@ POLICIES = [
         measure="letters",
         sentence_share=SENTENCE_SHARE,
     ),
-    Policy("exact < 200 letters (stop 11)", 200, "exact", measure="letters"),
+    Policy("exact < 200 letters, no sentences", 200, "exact", measure="letters"),
     Policy("exact < 200 chars, digits stripped", 200, "exact", digits=False),
     Policy("exact < 300 chars", 300, "exact"),
     Policy("exact < 400 chars", 400, "exact"),

@@ -1,6 +1,6 @@
 """Check-and-add on Redis: an earlier revision's code (``--old``, default main) against this
 tree's, side by side, on one node (and this tree's on a 3-node cluster), at each stored size;
-then issue #15's goal table.
+then the performance goals' table.
 
 Each code runs in its own subprocesses (PYTHONPATH: the old tree, exported with ``git archive``
 into a temp dir, or this tree), each on its own Redis, and this tree's on a 3-node cluster too
@@ -55,9 +55,9 @@ URL = "https://www.example-news.com/politics/2024/05/17/article-{:09d}.html"
 #: Sentences of a page (``--sentences``; an article has ~20-60): each is a lease and a record.
 SENTENCES = int(os.environ.get("REDIS_BENCH_SENTENCES", "4"))
 SENTENCE_LETTERS = 150
-#: The project's default detection (issue #15): 4-table, k=3, confirm_k 22.
+#: The project's default detection: 4-table, k=3, confirm_k 22.
 HEADER = {"design": "4-table", "k": 3, "confirm_k": 22}
-#: Goals of issue #15.
+#: Performance goals: check-and-adds/s, p99 ms, bytes a page, scaling.
 GOAL_RATE, GOAL_P99_MS, GOAL_BYTES, GOAL_SCALE = 3000, 5.0, 200, 2.5
 
 
