@@ -1,4 +1,4 @@
-"""Benchmark of BlockIndex, the new default beside the old one and peers; prints the #15 goals.
+"""Benchmark of BlockIndex, the new default beside the old one and peers; prints the goals.
 
 Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
 
@@ -439,8 +439,8 @@ def slope(results: dict[int, Row]) -> float | None:
 
 
 def print_goals(ours: dict[str, dict[int, Row]]) -> None:
-    """The issue #15 goals with the measured figures of both designs."""
-    print(f"\n=== Goals (issue #15): {GOALS_TEXT} ===")
+    """The performance goals with the measured figures of both designs."""
+    print(f"\n=== Goals: {GOALS_TEXT} ===")
     head = f"{'goal':<44}" + "".join(f"{name:>24}" for name in ours) + "   new default"
     print(head)
     print("-" * len(head))
