@@ -39,7 +39,7 @@ def articles():
     return {a.id: a for a in load_articles(DATA)}
 
 
-#: The widest k a crawl may choose (the default before sentence evidence for every page).
+#: The widest k a crawl may choose (`blocks-10-11`, k=10).
 WIDE_K = 10
 
 
