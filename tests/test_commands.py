@@ -183,6 +183,8 @@ def test_check_decides_as_the_crawl_does(crawl: tuple[Path, CrawlResult], tmp_pa
         "/missing.html": ("skipped", "status"),
     }
     assert missing.returncode == 0 and "Usage" not in missing.stdout + missing.stderr
+    assert "SKIPPED: not fingerprinted (HTTP status 404)" in missing.stdout
+    assert verdicts["/missing.html"]["status"] == 404
     pdf = tmp_path / "doc.pdf"
     pdf.write_bytes(pages["/doc.pdf"].body)
     assert json.loads(neardupe(tmp, "check", str(pdf), "--json").stdout)["reason"] == "not-html"

@@ -90,6 +90,7 @@ def check_page(
     result: dict[str, Any] = {
         "page": target,
         "url": response.url,
+        "status": response.status,
         "text_length": len(text.strip()),
         "language": language_of(text),
         "k": view.k,
@@ -138,7 +139,10 @@ def format_check(result: dict[str, Any]) -> str:
         lines.append(f"url           {result['url']}")
     lines.append(f"main text     {result['text_length']:,} characters ({result['language']})")
     if result["verdict"] == "skipped":
-        lines.append(f"verdict       SKIPPED: not fingerprinted ({result['reason']})")
+        reason = result["reason"]
+        if reason == "status":
+            reason = f"HTTP status {result['status']}"
+        lines.append(f"verdict       SKIPPED: not fingerprinted ({reason})")
         return "\n".join(lines)
     lines.append(f"fingerprint   {result['fingerprint']}")
     matches = result["matches"]
