@@ -135,7 +135,7 @@ class IndexView:
 
     @classmethod
     def from_redis(cls, config: Config) -> IndexView:
-        """A Redis index (its header must match the settings), read with HSCAN."""
+        """A Redis index (its header must match the settings), read with SCAN."""
 
         async def read() -> tuple[list[tuple[int, str, int | None]], list[Drop], int]:
             store = _redis_store(config)
