@@ -366,7 +366,8 @@ class RedisStore(RedisBulkIndex):
         return int(await self._retrying("count", attempt) or 0)
 
     async def close(self) -> None:
-        """Release the connections."""
+        """Release the connections (the client's, and those of its per-node pipelines)."""
+        await self.pipes.aclose()
         await self.client.aclose()
 
     async def __aenter__(self) -> RedisStore:

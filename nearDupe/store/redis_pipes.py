@@ -8,23 +8,31 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from redis.asyncio.cluster import ClusterNode, PipelineCommand
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import Connection
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.crc import key_slot
 from redis.exceptions import (
     AskError,
+    BusyLoadingError,
     ClusterDownError,
     MovedError,
     NoScriptError,
+    RedisError,
     ResponseError,
     TryAgainError,
 )
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from nearDupe.store.redis_failures import TRANSIENT_ERRORS
 from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_REMOVE, LUA_SET
 
-#: Replies of a command sent to a node that no longer holds its slot (resharding): it is
-#: sent again by the cluster client, which follows the redirection.
-_REDIRECTED = (MovedError, AskError, TryAgainError)
+#: How many times a command is sent again where a redirection (MOVED, ASK) or TRYAGAIN
+#: points, before its call fails (a transient error: the check is then run again).
+REDIRECTIONS = 8
+#: The pause before a command refused with TRYAGAIN (its slot moving) is sent again.
+TRY_AGAIN_SECONDS = 0.01
 
 SCRIPTS = {
     "acquire": LUA_ACQUIRE,
@@ -60,6 +68,20 @@ class Pipes:
         self.cluster = hasattr(client, "get_node_from_key")
         self._loading: asyncio.Future[None] | None = None
         self._queue: list[tuple[list[Any], asyncio.Future[list[Any]]]] = []
+        #: This module's own connections to each node (see :class:`_Connections`).
+        self._connections = _Connections()
+        #: The cluster's slots must be learnt again before the next batch (a connection
+        #: failed, or a script met a key its node does not hold).
+        self._stale = False
+        self._learning: asyncio.Future[None] | None = None
+        #: The nodes the client was given: it forgets a node whose connection failed, and
+        #: could no longer learn the cluster once it forgot them all.
+        self._startup = dict(client.nodes_manager.startup_nodes) if self.cluster else {}
+        if self.cluster:
+            # The client's own calls (sites, counter) learn a moved slot from its MOVED
+            # reply, rather than the whole cluster again every few (which closes every
+            # connection of its nodes, cutting its calls then in flight).
+            client.reinitialize_steps = 0
 
     async def load_scripts(self) -> None:
         """Load the scripts (on every primary of a cluster); concurrent callers share one
@@ -81,8 +103,22 @@ class Pipes:
         await self.load_scripts()
 
     async def _load(self) -> None:
-        for text in SCRIPTS.values():
-            await self.client.script_load(text)
+        if not self.cluster:
+            for text in SCRIPTS.values():
+                await self.client.script_load(text)
+            return
+        # On this module's connections, as every call of a check (see _on_cluster).
+        await self._learn()
+        loads = [(("SCRIPT", "LOAD", text), False) for text in SCRIPTS.values()]
+        primaries = self.client.get_primaries()
+        replies = await asyncio.gather(
+            *(_send(self._connections, node, loads) for node in primaries)
+        )
+        for reply in (r for node_replies in replies for r in node_replies):
+            if isinstance(reply, Exception):
+                if isinstance(reply, TRANSIENT_ERRORS):
+                    self._stale = True
+                raise reply
 
     async def by_node(self, keys: Iterable[str]) -> list[list[str]]:
         """``keys`` grouped by the node that holds them (one group without a cluster)."""
@@ -120,8 +156,10 @@ class Pipes:
             except ResponseError as exc:
                 if "non local key" not in str(exc):
                     raise
-                # A slot moved under a script: learn the new map, and retry (transient).
-                await self.client.nodes_manager.initialize()
+                # A script met a key of a slot that is moving or moved (resharding), and
+                # stopped there (what it wrote before, a retry of its check finds). Learn
+                # the slots again; the call is retried (a transient error).
+                self._stale = True
                 raise ClusterDownError(str(exc)) from exc
         raise AssertionError("unreachable")
 
@@ -166,31 +204,89 @@ class Pipes:
         """The replies (or errors) of ``commands``, one pipeline to each node holding one of
         their keys, sent at once.  The routing is this module's: redis-py's cluster pipeline
         cost the crawler about a third of a check, finding again each command's keys and
-        slot.  A command sent where its slot no longer is goes again through the client,
-        which follows the redirection; after a connection's failure the client learns the
-        cluster again on the next call."""
-        await self.client.initialize()  # learns the slots once (again after a failure)
-        per_node: dict[str, tuple[ClusterNode, list[PipelineCommand]]] = {}
-        sent = []
-        for i, (key, args) in enumerate(commands):
-            node = self._node(key)
-            command = PipelineCommand(i, *args)
-            per_node.setdefault(node.name, (node, []))[1].append(command)
-            sent.append(command)
-        try:
-            await asyncio.gather(*(_send(node, cmds) for node, cmds in per_node.values()))
-        except TRANSIENT_ERRORS:
-            await self.client.aclose()
-            raise
-        for command in sent:
-            if isinstance(command.result, _REDIRECTED):
-                try:
-                    command.result = await self.client.execute_command(*command.args)
-                except Exception as exc:
-                    command.result = exc
-        if any(isinstance(c.result, TRANSIENT_ERRORS) for c in sent):
-            await self.client.aclose()  # connect and learn the slots again on the next call
-        return [command.result for command in sent]
+        slot.
+
+        A command refused because its slot is elsewhere (MOVED: the slot map learns it;
+        ASK: sent there after ASKING) or moving (TRYAGAIN) was not run: it is sent again,
+        where the redirection points.  A connection failing under a batch leaves its
+        commands' outcome unknown: they fail with a transient error (the check is retried
+        as a whole, which each command of it allows), and the slots are learnt again
+        before the next batch.  The connections are this module's own (see
+        :class:`_Connections`), so the cluster client closing its nodes' connections (it
+        does whenever it learns the cluster again) never cuts a batch."""
+        await self._learn()
+        manager = self.client.nodes_manager
+        results: list[Any] = [None] * len(commands)
+        todo = {i: self._node(key) for i, (key, _args) in enumerate(commands)}
+        asking: set[int] = set()
+        for _ in range(REDIRECTIONS):
+            per_node: dict[str, tuple[ClusterNode, list[int]]] = {}
+            for i, node in todo.items():
+                per_node.setdefault(node.name, (node, []))[1].append(i)
+            sent = [
+                (indices, [(commands[i][1], i in asking) for i in indices])
+                for _node, indices in per_node.values()
+            ]
+            replies = await asyncio.gather(
+                *(
+                    _send(self._connections, node, calls)
+                    for (node, _), (_, calls) in zip(per_node.values(), sent, strict=True)
+                )
+            )
+            todo, asking, waits = {}, set(), False
+            for (indices, _calls), node_replies in zip(sent, replies, strict=True):
+                for i, reply in zip(indices, node_replies, strict=True):
+                    if isinstance(reply, MovedError):
+                        manager.update_moved_exception(reply)
+                        todo[i] = self._node(commands[i][0])  # which learns the move
+                    elif isinstance(reply, AskError):
+                        target = manager.get_node(host=reply.host, port=reply.port)
+                        if target is None:  # a node not known yet
+                            self._stale = True
+                            results[i] = ClusterDownError(str(reply))
+                        else:
+                            todo[i] = target
+                            asking.add(i)
+                    elif isinstance(reply, TryAgainError):
+                        todo[i] = self._node(commands[i][0])
+                        waits = True
+                    else:
+                        if isinstance(reply, TRANSIENT_ERRORS):
+                            self._stale = True
+                        results[i] = reply
+            if not todo:
+                return results
+            if waits:
+                await asyncio.sleep(TRY_AGAIN_SECONDS)
+        for i in todo:  # still redirected: the slots moved on meanwhile
+            self._stale = True
+            results[i] = ClusterDownError(f"redirected {REDIRECTIONS} times: {commands[i][1][0]}")
+        return results
+
+    async def _learn(self) -> None:
+        """Learn the cluster's slots once, and again after :attr:`_stale` was set; concurrent
+        batches share one learning."""
+        manager = self.client.nodes_manager
+        for name, node in self._startup.items():
+            manager.startup_nodes.setdefault(name, node)
+        if not manager.slots_cache:
+            await self.client.initialize()  # once
+        if not self._stale:
+            return
+        if self._learning is None:
+            self._stale = False
+            self._learning = asyncio.ensure_future(self.client.nodes_manager.initialize())
+            self._learning.add_done_callback(self._learnt)
+        await asyncio.shield(self._learning)
+
+    def _learnt(self, learning: asyncio.Future[None]) -> None:
+        self._learning = None
+        if learning.cancelled() or learning.exception() is not None:
+            self._stale = True  # tried again by the next batch
+
+    async def aclose(self) -> None:
+        """Close this module's connections (the client's are closed by its own aclose)."""
+        await self._connections.aclose()
 
     def script(self, pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
         """Queue a script call on ``pipe``, for the node of its first key."""
@@ -229,21 +325,83 @@ class Pipes:
         return {key: value or b"" for key, value in zip(keys, values, strict=True)}
 
 
-async def _send(node: ClusterNode, commands: list[PipelineCommand]) -> None:
-    """Send ``commands`` to ``node`` in one write and set each one's result (its reply or
-    error); a connection left with unread replies is closed, never reused."""
-    connection = node.acquire_connection()
-    try:
-        await connection.send_packed_command(
-            connection.pack_commands(command.args for command in commands), False
+class _Connections:
+    """Connections to each node of a cluster (by address), this module's own: the cluster
+    client closes every connection of its nodes whenever it learns the cluster again (after a
+    redirection, a failover or a connection error in any of its calls), which would cut the
+    batches of other checks in flight on them."""
+
+    def __init__(self) -> None:
+        self._free: dict[str, list[Connection]] = {}
+        self._open: set[Connection] = set()
+
+    def acquire(self, node: ClusterNode) -> Connection:
+        """A free connection to ``node`` (a new one if none is free; it connects when first
+        used)."""
+        free = self._free.get(node.name)
+        if free:
+            return free.pop()
+        options = {**node.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
+        connection: Connection = node.connection_class(**options)
+        self._open.add(connection)
+        return connection
+
+    def release(self, node: ClusterNode, connection: Connection) -> None:
+        """Give back a connection whose every reply was read."""
+        self._free.setdefault(node.name, []).append(connection)
+
+    async def discard(self, connection: Connection) -> None:
+        """Close a connection left with unread replies (never reused)."""
+        self._open.discard(connection)
+        await connection.disconnect(nowait=True)
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        connections, self._open, self._free = self._open, set(), {}
+        await asyncio.gather(
+            *(c.disconnect(nowait=True) for c in connections), return_exceptions=True
         )
-        for command in commands:
-            try:
-                command.result = await node.parse_response(connection, command.args[0])
-            except Exception as exc:
-                command.result = exc
-    except BaseException:
-        await connection.disconnect()
+
+
+async def _send(
+    connections: _Connections, node: ClusterNode, calls: list[tuple[tuple[Any, ...], bool]]
+) -> list[Any]:
+    """Send the commands of ``calls`` (each its arguments, and whether ASKING goes first) to
+    ``node`` in one write: each one's reply, or error.  A reply Redis refused is that
+    command's error; after a failure of the connection (the outcome of the commands not yet
+    answered is unknown) the connection is closed and each of those commands has that error,
+    a transient one."""
+    packed: list[tuple[Any, ...]] = []
+    for args, asking in calls:
+        if asking:
+            packed.append(("ASKING",))
+        packed.append(args)
+    replies: list[Any] = []
+    connection = connections.acquire(node)
+    try:
+        await connection.send_packed_command(connection.pack_commands(packed), False)
+        for args, asking in calls:
+            if asking:
+                await _reply(node, connection, "ASKING")
+            replies.append(await _reply(node, connection, args[0]))
+    except asyncio.CancelledError:
+        await connections.discard(connection)
         raise
-    finally:
-        node.release(connection)
+    except Exception as exc:  # the connection failed: handed to each command
+        await connections.discard(connection)
+        if not isinstance(exc, RedisError):  # e.g. a socket closed under a write
+            failed: Exception = RedisConnectionError(f"connection to {node.name} failed: {exc!r}")
+            failed.__cause__ = exc
+            exc = failed
+        return replies + [exc] * (len(calls) - len(replies))
+    connections.release(node, connection)
+    return replies
+
+
+async def _reply(node: ClusterNode, connection: Connection, command: Any) -> Any:
+    """The next reply on ``connection``: a reply Redis refused is returned (the connection
+    stays in step); a failure of the connection is raised."""
+    try:
+        return await node.parse_response(connection, command)
+    except (ResponseError, BusyLoadingError) as exc:
+        return exc
