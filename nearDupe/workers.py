@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -24,16 +29,45 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: How often a worker checks that the crawl that started it is alive (seconds).
-_PARENT_CHECK_INTERVAL = 1.0
+#: Seconds a closing pool gives its workers to end before it kills them.
+_CLOSE_WAIT = 5.0
+#: prctl(2)'s option that names the signal a process gets when its parent ends (Linux).
+_PR_SET_PDEATHSIG = 1
 
 
-def _exit_with_parent(parent: int) -> None:
-    """In a worker: end the process once its parent is gone (a ``kill -9`` of the crawl gives
-    the pool no chance to stop it; the worker is then adopted by another process)."""
-    while os.getppid() == parent:
-        time.sleep(_PARENT_CHECK_INTERVAL)
+def _die_with_parent() -> None:
+    """In a worker, on Linux: have the kernel SIGKILL it when the thread that started it ends
+    (a worker stuck in C code holding the GIL, which no thread of its own can end, ends too)."""
+    if not sys.platform.startswith("linux"):  # the lifeline alone
+        return
+    with contextlib.suppress(OSError, AttributeError):  # a libc without prctl
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _exit_at_eof(fd: int) -> None:
+    """In a worker's thread: end the process once the pipe's other end is closed, which the
+    kernel does when the process holding it ends, however it ends (``kill -9`` included)."""
+    while True:
+        try:
+            if not os.read(fd, 1):
+                break
+        except OSError:
+            break
     os._exit(0)
+
+
+def _exit_with_parent(parent: int, lifeline: Connection) -> None:
+    """In a worker: end the process with the crawl that started it. The crawl holds the
+    writing end of ``lifeline``; only it does (the pipe is not inheritable, and spawned
+    processes get the descriptors they are passed), so its end is read as EOF here once the
+    crawl is gone, even if it was gone before this worker got this far (its parent is then
+    already another process: a parent's pid read here could not tell)."""
+    _die_with_parent()
+    if os.getppid() != parent:  # gone before the kernel was told
+        os._exit(0)
+    threading.Thread(
+        target=_exit_at_eof, args=(lifeline.fileno(),), name="neardupe-lifeline", daemon=True
+    ).start()
 
 
 class AnalysisTimeout(BaseException):
@@ -71,10 +105,12 @@ def analyze_within(seconds: float, func: Callable[..., T], text: str, *args: Any
     return within(seconds, func, text, *args)
 
 
-def start_worker(features: FeatureSettings) -> None:
-    """Worker initializer: watch the parent, then load the dictionaries before pages come."""
-    parent = os.getppid()
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+def start_worker(features: FeatureSettings, parent: int, lifeline: Connection) -> None:
+    """Worker initializer: end with the crawl (``parent``), let SIGTERM end the worker (a
+    crawl ignoring it, as Scrapy does after a second Ctrl-C or SIGTERM, passes that on to the
+    workers it spawns), then load the dictionaries before pages come."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _exit_with_parent(parent, lifeline)
     warm_up(features)
 
 
@@ -84,6 +120,12 @@ class WorkerPool:
     def __init__(self, workers: int, features: FeatureSettings) -> None:
         self.workers = workers
         self.features = features
+        context = multiprocessing.get_context("spawn")
+        #: The workers' lifeline: they end when its writing end, held by this process, closes.
+        self._lifeline, self._lifeline_end = context.Pipe(duplex=False)
+        #: Set when the executor is let go: its starting thread may then end.
+        self._released = threading.Event()
+        self._closed = False
         self._executor = self._start()
 
     def _start(self) -> Executor:
@@ -94,15 +136,20 @@ class WorkerPool:
             self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=start_worker,
-            initargs=(self.features,),
+            initargs=(self.features, os.getpid(), self._lifeline),
         )
+        released = self._released = threading.Event()
+
         # The pool starts its processes on the first submits; starting one takes tens of ms,
         # so make those submits from a helper thread rather than on the reactor's first pages.
-        threading.Thread(
-            target=lambda: [executor.submit(int) for _ in range(self.workers)],
-            name="neardupe-pool-start",
-            daemon=True,
-        ).start()
+        # The kernel signals a worker when the *thread* that started it ends (prctl's parent
+        # death signal), so that thread lives as long as the executor.
+        def start() -> None:
+            for _ in range(self.workers):
+                executor.submit(int)
+            released.wait()
+
+        threading.Thread(target=start, name="neardupe-pool-start", daemon=True).start()
         return executor
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
@@ -110,8 +157,11 @@ class WorkerPool:
         try:
             return await self._await(self._executor.submit(func, *args))
         except BrokenProcessPool:
+            if self._closed:
+                raise
             logger.warning("nearDupe worker pool broke (a worker died); restarting it")
             self._executor.shutdown(wait=False, cancel_futures=True)
+            self._released.set()
             self._executor = self._start()
             return await self._await(self._executor.submit(func, *args))
 
@@ -132,8 +182,28 @@ class WorkerPool:
         return await maybe_deferred_to_future(deferred)
 
     def close(self) -> None:
-        """Stop the workers (pending work is cancelled)."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers, at once: pending work is cancelled, and work under way is left
+        unfinished (the crawl is over). They end by their lifeline rather than the pool's
+        shutdown, which waits forever when a worker was killed while it held the queue's lock
+        that the others wait behind (the pool did not see it die first)."""
+        self._closed = True
+        executor = self._executor
+        if isinstance(executor, ThreadPoolExecutor):
+            executor.shutdown(wait=True, cancel_futures=True)
+            return
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        self._released.set()
+        self._lifeline_end.close()  # every worker reads EOF and ends
+        self._lifeline.close()
+        deadline = time.monotonic() + _CLOSE_WAIT
+        waiting = {process.sentinel: process for process in processes}
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for ended in multiprocessing.connection.wait(list(waiting), left):
+                del waiting[ended]  # type: ignore[arg-type]
+        for process in waiting.values():  # stuck where no thread of its own can run
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGKILL)
 
 
 async def off_the_loop(func: Callable[[], T]) -> T:
