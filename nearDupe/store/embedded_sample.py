@@ -25,10 +25,16 @@ import numpy as np
 from xxhash import xxh3_64
 
 from nearDupe.sample_index import Run, SampleIndex
-from nearDupe.shorttext import Sentences
+from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences
 from nearDupe.store.base import Holder, Sketch, sketch_of_hashes
 from nearDupe.store.embedded_files import write_atomically
-from nearDupe.store.embedded_sqlite import layout_error, meta, set_meta, to_unsigned
+from nearDupe.store.embedded_sqlite import (
+    WITHOUT_SENTENCES,
+    layout_error,
+    meta,
+    set_meta,
+    to_unsigned,
+)
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -190,3 +196,40 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         set_meta(db, "sample_rows", "0")  # a sample snapshot, if any, misses these pages
         logger.info("Index %s: moved the sentences of %d pages into their rows", path, len(pages))
     db.commit()
+
+
+def warn_without_sentences(db: sqlite3.Connection, path: Path, k: int) -> None:
+    """One WARNING, at every open of an index brought up from a format that stored pages of
+    SENTENCE_PAGE_LETTERS letters or more without their sentences, while it holds such pages:
+    their copies found only by sentences are no longer caught, and how to rebuild the index
+    (a page's text is not stored, so its sentences cannot be computed again)."""
+    stored = meta(db, WITHOUT_SENTENCES)
+    if stored is None:
+        return
+    before = json.loads(stored)
+    if "pages" not in before:  # counted once, after the layout was brought up to date
+        before["pages"] = db.execute(
+            "SELECT COUNT(*) FROM pages WHERE id <= ? AND letters IS NULL", (before["last"],)
+        ).fetchone()[0]
+        try:
+            set_meta(db, WITHOUT_SENTENCES, json.dumps(before))
+            db.commit()
+        except sqlite3.Error:  # counted again at the next open
+            db.rollback()
+    if not before["pages"]:
+        return
+    logger.warning(
+        "Index %s holds %d pages stored by an earlier version (index format %s, k=%s) "
+        "without their sentences (it kept those of pages under %d letters only): their "
+        "copies that only sentences reveal (a paragraph cut or added, a lead line, a "
+        "sentence reworded: beyond this crawl's k=%d), which that version dropped within its "
+        "k, are kept now. The index holds no page text to rebuild their sentences from: "
+        "re-crawl into a fresh index (a new NEARDUPE_INDEX), or build one with "
+        "'scrapy neardupe import FEED.jsonl' from a feed that holds the pages' text",
+        path,
+        before["pages"],
+        before["format"],
+        before["k"],
+        SENTENCE_PAGE_LETTERS,
+        k,
+    )

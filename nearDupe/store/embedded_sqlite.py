@@ -19,6 +19,9 @@ _SIGN = 1 << 63
 MIGRATED_FORMATS = (2,)
 #: The SQLite file in the index directory.
 DB = "pages.sqlite3"
+#: The meta entry of an index brought up from a format that kept no sentences of long pages:
+#: that format, its k, the last page it stored, and (once counted) how many lack them.
+WITHOUT_SENTENCES = "pages_without_sentences"
 
 
 def to_signed(fp: int) -> int:
@@ -86,6 +89,11 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
         raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
     older = stored_header.get("format") in MIGRATED_FORMATS
     if older:  # its layout is brought up to date at open (embedded_sample.migrate)
+        # Its pages of SENTENCE_PAGE_LETTERS or more were stored without their sentences:
+        # remembered with the new header, for the warning every open gives (see
+        # embedded_sample.warn_without_sentences).
+        last = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+        before = {"format": stored_header.get("format"), "k": stored_header.get("k"), "last": last}
         stored_header = {**stored_header, "format": header.format}
     problems = header.mismatches(stored_header, design=False)
     if problems:
@@ -104,6 +112,8 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
         )
     if older or redesigned:
         try:
+            if older:
+                set_meta(db, WITHOUT_SENTENCES, json.dumps(before))
             if redesigned:
                 set_meta(db, "snapshot_rows", "0")
             set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
