@@ -1,6 +1,10 @@
 """Benchmark of BlockIndex, the new default beside the old one and peers; prints the goals.
 
 Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
+     python benchmarks/index_bench.py --kernels [--sizes 1e4 1e5 1e6 1e7]
+
+``--kernels`` compares numpy's kernels with numba's compiled ones (nearDupe/kernels.py picks
+between them by the index's size): single queries, single adds and the sentence-sample lookup.
 
 For each size, random uint64 fingerprints are stored and queried (half stored ones with 1-3
 bits flipped, half random) by the new default (4-table, k=3) and the old one (blocks-10-11,
@@ -29,8 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
+from nearDupe import kernels
 from nearDupe.designs import Design
 from nearDupe.index import BlockIndex
+from nearDupe.sample_index import SampleIndex
 from nearDupe.store.embedded_files import read_rows, write_rows
 
 #: (design, k): the new default and the one it replaces.
@@ -528,9 +534,49 @@ def bench_reopen(n: int, design: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def bench_kernels(sizes: list[float], queries: int) -> None:
+    """numpy vs numba per size: query p50 (4-table, k=3), add (amortised, with its flushes and
+    merges), sample lookup of 40 sentences p50 (index of ``size`` entries); a table."""
+    kernels.load_numba()
+    print(
+        "| stored | query numpy / numba (µs p50) | add numpy / numba (µs) "
+        "| sample lookup numpy / numba (µs p50, 40 sentences) |"
+    )
+    print("|---|---|---|---|")
+    design = Design.named(NEW[0])
+    for size in sizes:
+        n = int(size)
+        rng = np.random.default_rng(n)
+        stored = rng.integers(0, 2**64, n, dtype=np.uint64)
+        qs = make_queries(stored, queries, rng).tolist()
+        adds = rng.integers(0, 2**64, TIMED_ADDS, dtype=np.uint64).tolist()
+        hashes = rng.integers(0, 2**64, n, dtype=np.uint64)
+        lookups = [hashes[rng.integers(0, n, 40)] for _ in range(queries // 4)]
+        cells: dict[str, list[str]] = {"query": [], "add": [], "lookup": []}
+        for backend in ("numpy", "numba"):
+            kernels.force(backend)
+            index = BlockIndex(design)
+            index.add_many(stored)
+            cells["query"].append(f"{percentiles_us(time_single(index.query, qs))[0]:.1f}")
+            started = time.perf_counter()
+            for fp in adds:
+                index.add(fp)
+            cells["add"].append(f"{(time.perf_counter() - started) / len(adds) * 1e6:.1f}")
+            del index
+            sample = SampleIndex()
+            sample.add_many(np.arange(n) % 2**32, hashes)
+            sample.add(1, hashes[:500].tolist())  # a half-full insert buffer
+            times = time_single(sample.lookup, lookups)  # type: ignore[arg-type]
+            cells["lookup"].append(f"{percentiles_us(times)[0]:.0f}")
+            gc.collect()
+        kernels.force(None)
+        print(f"| {n:.0e} | " + " | ".join(" / ".join(c) for c in cells.values()) + " |")
+
+
 def main() -> None:
     """Parse flags, run every size, print the tables and the goals."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", action="store_true", help="numpy vs numba kernels only")
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7, 1e8])
     ap.add_argument("--queries", type=int, default=2000, help="queries timed (budget permitting)")
     ap.add_argument("--exact", type=int, default=100, help="queries checked by brute force")
@@ -538,6 +584,9 @@ def main() -> None:
     ap.add_argument("--reopen-size", type=float, default=1e6, help="0 to skip")
     ap.add_argument("--no-old", action="store_true", help="only the new default")
     args = ap.parse_args()
+    if args.kernels:
+        bench_kernels(args.sizes, args.queries)
+        return
     designs = [NEW] if args.no_old else [NEW, OLD]
     print(f"goals: {GOALS_TEXT}")
     print(

@@ -11,6 +11,8 @@ Layouts: ``keys`` = a typed list (:func:`row_list`) of one sorted uint64 row per
 mask_0..] for table t (see Design.packed); ``out`` = uint64 (2, cap): matched fingerprints
 in row 0, distances in row 1.
 Every output array is allocated by the caller (numpy), so tracemalloc sees it.
+Import them through :func:`nearDupe.kernels.load_numba` (their cache, quiet logs); an index
+runs them only when large (nearDupe/_kernels_numpy.py has the same functions in numpy).
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def lower_bound(values, lo, hi, x):
     """The first position in sorted values[lo:hi] whose value is not below x (hi if none).
 
     Shared by the sentence-sample kernels: numba's cache does not see a change here from
-    there (clear ``nearDupe/__pycache__`` after editing it)."""
+    there (clear the kernel cache, :func:`nearDupe.kernels.cache_dir`, after editing it)."""
     while lo < hi:
         mid = (lo + hi) >> 1
         if values[mid] < x:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from nearDupe import _kernels
+from nearDupe import kernels
 from nearDupe.designs import Design
 
 #: Matches a query's result buffer holds before it is regrown and the query run again (a
@@ -36,12 +37,14 @@ class Run:
     keys: Rows
     dirs: np.ndarray
     bits: int
-    #: The rows as the kernels take them (one compiled signature whatever the table count).
+    #: The rows as the kernels take them (for numba's, a typed list: one compiled signature
+    #: whatever the table count).
     rows: Any
 
     @classmethod
-    def build(cls, design: Design, keys: Rows) -> Run:
-        """Wrap sorted rows, adding a directory of about n/8 entries per table (<= 0.5 B/fp)."""
+    def build(cls, design: Design, keys: Rows, kern: ModuleType) -> Run:
+        """Wrap sorted rows, adding a directory of about n/8 entries per table (<= 0.5 B/fp);
+        ``kern``: the kernel module that will query it."""
         n = len(keys[0])
         if n > _MAX_RUN:
             raise ValueError(f"a run holds at most {_MAX_RUN} fingerprints, not {n}")
@@ -55,8 +58,12 @@ class Run:
         )
         dirs = np.empty((len(keys), (1 << bits) + 1), dtype=np.uint32)
         for row, out in zip(keys, dirs, strict=True):
-            _kernels.directory(row, bits, out)
-        return cls(keys, dirs, bits, _kernels.row_list(keys))
+            kern.directory(row, bits, out)
+        return cls(keys, dirs, bits, kern.row_list(keys))
+
+    def for_kernels(self, kern: ModuleType) -> Run:
+        """The same run for another kernel module (the directory is the same)."""
+        return Run(self.keys, self.dirs, self.bits, kern.row_list(self.keys))
 
     def __len__(self) -> int:
         return len(self.keys[0])
@@ -76,6 +83,10 @@ class BlockIndex:
     a run, and runs of similar size are merged (a log-structured merge), so an insert never
     re-sorts everything. A merge builds one table's row at a time and frees the merged runs'
     row before the next, so it needs one table's row beyond the index (1 + 1/tables).
+
+    Its inner loops are numpy's until the index is large enough for numba's compiled ones to
+    pay and they are loaded (:func:`nearDupe.kernels.choose`, asked again after each new run
+    and when the compiled ones become available).
     """
 
     def __init__(self, design: Design, *, buffer_size: int = 1024, fanout: int = 8) -> None:
@@ -86,7 +97,9 @@ class BlockIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        _kernels.warm_up()
+        self._generation = kernels.generation
+        self._kernels = kernels.choose(0)
+        self._kernels.warm_up()
 
     @property
     def k(self) -> int:
@@ -147,8 +160,24 @@ class BlockIndex:
             raise ValueError(f"rows of dtype {keys[0].dtype} do not fit design {design.name}")
         index = cls(design, **kwargs)
         if len(keys[0]):
-            index._runs.append(Run.build(design, keys))
+            index._runs.append(Run.build(design, keys, index._kernels))
+            index._choose_kernels()
         return index
+
+    @property
+    def kernels(self) -> ModuleType:
+        """The kernel module its queries run now (numpy's or numba's)."""
+        return self._kernels
+
+    def _choose_kernels(self) -> ModuleType:
+        """Ask which kernels fit the index's size now; rewrap the runs if they change."""
+        self._generation = kernels.generation
+        kern = kernels.choose(len(self))
+        if kern is not self._kernels:
+            kern.warm_up()
+            self._runs = [run.for_kernels(kern) for run in self._runs]
+            self._kernels = kern
+        return kern
 
     def fingerprints(self) -> np.ndarray:
         """Every stored fingerprint (unsorted)."""
@@ -161,11 +190,12 @@ class BlockIndex:
         k = self._check_k(k)
         q = np.uint64(fp)
         out = self._out
+        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
         while True:
             n = 0
             for run in self._runs:
-                n = _kernels.query_run(run.rows, run.dirs, q, k, self._perm, out, n)
-            n = _kernels.query_buffer(self._buffer, self._buffered, q, k, out, n)
+                n = kern.query_run(run.rows, run.dirs, q, k, self._perm, out, n)
+            n = kern.query_buffer(self._buffer, self._buffered, q, k, out, n)
             if n <= out.shape[1]:
                 return _sorted_matches(out[:, :n])
             out = np.zeros((2, n), dtype=np.uint64)
@@ -177,12 +207,13 @@ class BlockIndex:
         k = self._check_k(k)
         qs = np.asarray(fps, dtype=np.uint64)
         cap = _OUT_CAP
+        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
         while True:
             out = np.empty((len(qs), 2, cap), dtype=np.uint64)  # only out[i, :, :n[i]] is read
             n = np.zeros(len(qs), dtype=np.int64)
             for run in self._runs:
-                _kernels.query_run_many(run.rows, run.dirs, qs, k, self._perm, out, n)
-            _kernels.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
+                kern.query_run_many(run.rows, run.dirs, qs, k, self._perm, out, n)
+            kern.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
             if n.size == 0 or n.max() <= cap:
                 return _batch_matches(out, n)
             cap = int(n.max())
@@ -198,10 +229,10 @@ class BlockIndex:
         keys = []
         for p in self._perm:
             row = np.empty(len(fps), dtype=np.uint64)
-            _kernels.permute(fps, p, row)
+            self._kernels.permute(fps, p, row)
             row.sort()  # in place
             keys.append(row)
-        return Run.build(self.design, tuple(keys))
+        return Run.build(self.design, tuple(keys), self._kernels)
 
     def _merge_last(self, count: int) -> None:
         """Replace the last ``count`` runs by their merge, one table at a time."""
@@ -218,16 +249,17 @@ class BlockIndex:
             while parts:
                 part = parts.pop(0)
                 out = np.empty(len(row) + len(part), dtype=np.uint64)
-                _kernels.merge(row, part, out)
+                self._kernels.merge(row, part, out)
                 row = out
                 del part, out  # free the merged rows before building the next table's row
             merged.append(row)
-        self._runs.append(Run.build(self.design, tuple(merged)))
+        self._runs.append(Run.build(self.design, tuple(merged), self._kernels))
 
     def _merge_small_runs(self) -> None:
         runs = self._runs
         while len(runs) > 1 and len(runs[-1]) * self.fanout >= len(runs[-2]):
             self._merge_last(2)
+        self._choose_kernels()
 
 
 def _sorted_matches(out: np.ndarray) -> list[tuple[int, int]]:

@@ -6,17 +6,20 @@ is shared by ~0.1 others): the caller verifies it on the page's full hashes. Ent
 sorted runs plus an unsorted insert buffer; a full buffer becomes a run and runs of similar size
 are merged (a log-structured merge). A run stores an entry in 6 bytes, not 8: the top 16 bits
 of its prefix are the entry's slot in the run's directory (see nearDupe/_sample_kernels.py), so
-a page recorded under SAMPLE_SENTENCES = 4 takes 24 bytes (32 as whole uint64s).
+a page recorded under SAMPLE_SENTENCES = 4 takes 24 bytes (32 as whole uint64s). Its inner loops
+are numpy's until it is large enough for numba's compiled ones to pay and they are loaded
+(:func:`nearDupe.kernels.choose`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import ModuleType
 
 import numpy as np
 
-from nearDupe import _sample_kernels
-from nearDupe._sample_kernels import LOW_BITS
+from nearDupe import kernels
+from nearDupe._kernels_numpy import LOW_BITS
 
 #: Bits of a sentence hash kept in RAM, and of a page id beside them (ids up to 4.29 * 10**9).
 PREFIX_BITS = ID_BITS = 32
@@ -47,11 +50,13 @@ class Run:
         self.starts, self.low, self.ids = starts, low, ids
 
     @classmethod
-    def of(cls, packed: np.ndarray) -> Run:
-        """The run of sorted packed entries."""
+    def of(cls, packed: np.ndarray, kern: ModuleType | None = None) -> Run:
+        """The run of sorted packed entries (split by ``kern``'s kernels, else by those
+        :func:`~nearDupe.kernels.choose` picks for its size: the result is the same)."""
+        kern = kern or kernels.choose(len(packed), sample=True)
         starts = np.empty(SLOTS + 1, dtype=np.int64)
         low, ids = np.empty(len(packed), dtype=np.uint16), np.empty(len(packed), dtype=np.uint32)
-        _sample_kernels.split_run(packed, starts, low, ids)
+        kern.split_run(packed, starts, low, ids)
         return cls(starts, low, ids)
 
     def __len__(self) -> int:
@@ -86,10 +91,26 @@ class SampleIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        _sample_kernels.warm_up()
+        self._generation = kernels.generation
+        self._kernels = kernels.choose(0, sample=True)
+        self._kernels.warm_up()
 
     def __len__(self) -> int:
         return sum(len(run) for run in self._runs) + self._buffered
+
+    @property
+    def kernels(self) -> ModuleType:
+        """The kernel module its lookups run now (numpy's or numba's)."""
+        return self._kernels
+
+    def _choose_kernels(self) -> ModuleType:
+        """Ask which kernels fit the index's size now (runs are the same for both)."""
+        self._generation = kernels.generation
+        kern = kernels.choose(len(self), sample=True)
+        if kern is not self._kernels:
+            kern.warm_up()
+            self._kernels = kern
+        return kern
 
     @property
     def nbytes(self) -> int:
@@ -111,13 +132,13 @@ class SampleIndex:
         packed = entries(ids, hashes)
         if packed.size:
             packed.sort()
-            self._runs.append(Run.of(packed))
+            self._runs.append(Run.of(packed, self._kernels))
             self._merge_small_runs()
 
     def flush(self) -> None:
         """Turn the insert buffer into a sorted run."""
         if self._buffered:
-            self._runs.append(Run.of(np.sort(self._buffer[: self._buffered])))
+            self._runs.append(Run.of(np.sort(self._buffer[: self._buffered]), self._kernels))
             self._buffered = 0
             self._merge_small_runs()
 
@@ -130,16 +151,13 @@ class SampleIndex:
         order = np.argsort(prefixes)
         ordered = prefixes[order]
         cap = _OUT_CAP
+        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
         while True:
             which, found = np.empty(cap, dtype=np.intp), np.empty(cap, dtype=np.uint32)
             n = 0
             for run in self._runs:
-                n = _sample_kernels.lookup_run(
-                    run.starts, run.low, run.ids, query, which, found, n
-                )
-            n = _sample_kernels.lookup_buffer(
-                self._buffer, self._buffered, ordered, order, which, found, n
-            )
+                n = kern.lookup_run(run.starts, run.low, run.ids, query, which, found, n)
+            n = kern.lookup_buffer(self._buffer, self._buffered, ordered, order, which, found, n)
             if n <= cap:
                 return which[:n], found[:n].astype(np.uint64)
             cap = n
@@ -149,7 +167,7 @@ class SampleIndex:
         self.flush()
         while len(self._runs) > 1:
             self._merge_last_two()
-        return self._runs[0] if self._runs else Run.of(np.zeros(0, dtype=np.uint64))
+        return self._runs[0] if self._runs else Run.of(np.zeros(0, dtype=np.uint64), self._kernels)
 
     @classmethod
     def from_run(cls, run: Run) -> SampleIndex:
@@ -157,19 +175,19 @@ class SampleIndex:
         index = cls()
         if len(run):
             index._runs.append(run)
+            index._choose_kernels()
         return index
 
     def _merge_small_runs(self) -> None:
         runs = self._runs
         while len(runs) > 1 and len(runs[-1]) * self.fanout >= len(runs[-2]):
             self._merge_last_two()
+        self._choose_kernels()
 
     def _merge_last_two(self) -> None:
         a, b = self._runs[-2:]
         n = len(a) + len(b)
         starts = np.empty(SLOTS + 1, dtype=np.int64)
         low, ids = np.empty(n, dtype=np.uint16), np.empty(n, dtype=np.uint32)
-        _sample_kernels.merge_runs(
-            a.starts, a.low, a.ids, b.starts, b.low, b.ids, starts, low, ids
-        )
+        self._kernels.merge_runs(a.starts, a.low, a.ids, b.starts, b.low, b.ids, starts, low, ids)
         self._runs[-2:] = [Run(starts, low, ids)]

@@ -1,6 +1,7 @@
 """What the process that forks the tests' crawls and commands imports once (tests/crawl.py):
 Scrapy and the components a crawl loads, lxml, readability, aiohttp (the demo site's server),
-numpy, numba and nearDupe with its compiled kernels loaded (~2 s of CPU a process otherwise).
+numpy and nearDupe (~2 s of CPU a process otherwise). Not numba: a crawl's small index runs
+numpy's kernels, and a crawl loads numba's itself when it needs them (nearDupe/kernels.py).
 No Twisted reactor is installed here: each crawl installs its own."""
 
 import importlib
@@ -8,12 +9,12 @@ import sys
 
 import nearDupe.addon
 import nearDupe.commands
+import nearDupe.kernels
 import nearDupe.links
 import nearDupe.middleware
 import nearDupe.pipeline
 import nearDupe.store.embedded
 import nearDupe.text
-from nearDupe import _kernels, _sample_kernels
 
 _MODULES = [
     "aiohttp.web",
@@ -42,8 +43,7 @@ _MODULES = [
 ]
 for name in _MODULES:
     importlib.import_module(name)
-_kernels.warm_up()
-_sample_kernels.warm_up()
 assert "twisted.internet.reactor" not in sys.modules, "a crawl installs its own reactor"
+assert "numba" not in sys.modules, "numba is loaded only where an index needs it"
 
 __all__ = ["nearDupe"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import tracemalloc
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nearDupe import kernels
 from nearDupe.designs import Design
 from nearDupe.index import BlockIndex
 from nearDupe.store.embedded_files import read_rows, write_rows
@@ -27,6 +29,14 @@ DESIGNS = [
     "two-level-2-3-4",
 ]
 U64 = st.integers(0, 2**64 - 1)
+
+
+@pytest.fixture(autouse=True, scope="module", params=["numpy", "numba"])
+def kernel_module(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs on numpy's kernels and on numba's compiled ones."""
+    kernels.force(request.param)
+    yield request.param
+    kernels.force(None)
 
 
 def brute(stored: list[int], q: int, k: int) -> list[tuple[int, int]]:

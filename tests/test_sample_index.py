@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nearDupe import kernels
 from nearDupe.sample_index import SampleIndex
 
 # Few distinct prefixes and low bits, so that prefixes collide and full hashes differ.
 _PREFIXES = st.integers(0, 7).map(lambda p: p << 32 | p << 61)
 _HASHES = st.builds(lambda p, low: p | low, _PREFIXES, st.integers(0, 3))
 _PAGE = st.lists(_HASHES, max_size=6)
+
+
+@pytest.fixture(autouse=True, scope="module", params=["numpy", "numba"])
+def kernel_module(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs on numpy's kernels and on numba's compiled ones."""
+    kernels.force(request.param)
+    yield request.param
+    kernels.force(None)
 
 
 def _prefix(hash_: int) -> int:
