@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from nearDupe.addon import Addon
 from nearDupe.errors import (
     IndexFileError,
@@ -13,6 +15,9 @@ from nearDupe.errors import (
 )
 from nearDupe.features import FeatureSettings, extract_features, tokenize
 from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming, simhash
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 __version__ = "0.1.0"
 
@@ -30,9 +35,19 @@ __all__ = [
     "fingerprint",
     "fingerprint_and_signature",
     "hamming",
+    "main_text",
     "simhash",
     "tokenize",
 ]
+
+
+def main_text(response: Response) -> str | None:
+    """The main text nearDupe extracted from ``response`` (``response.meta["neardupe"].text``),
+    for a spider to store instead of extracting it again; None when nearDupe did not analyse
+    the response (disabled, not HTML, ...) or skipped it (too short, its site's template...)."""
+    from nearDupe.analysis import main_text as extracted  # the extractor loads on first use
+
+    return extracted(response)
 
 
 def __getattr__(name: str) -> object:

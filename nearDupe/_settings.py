@@ -38,6 +38,8 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_MIN_TEXT_LENGTH": 200,
     "NEARDUPE_MAX_HTML_CHARS": 2_000_000,
     "NEARDUPE_TEXT_FIELD": None,
+    # The item field the pipeline gives each item it keeps its page's main text in.
+    "NEARDUPE_TEXT_ITEM_FIELD": None,
     "NEARDUPE_REPORT": None,
     "NEARDUPE_WORKERS": None,  # None: one process per CPU core; 0: a thread, no processes
     "NEARDUPE_COMMIT_INTERVAL": 1.0,
@@ -81,6 +83,7 @@ class Config:
     features: FeatureSettings = field(default_factory=FeatureSettings)
     redis_pages: int = 0
     start_without_index: bool = False
+    text_item_field: str | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -123,6 +126,7 @@ class Config:
             features=features,
             redis_pages=read.whole("NEARDUPE_REDIS_PAGES", 0, 10**12),
             start_without_index=read.boolean("NEARDUPE_START_WITHOUT_INDEX"),
+            text_item_field=read.text("NEARDUPE_TEXT_ITEM_FIELD"),
         )
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import (
@@ -14,6 +15,9 @@ from nearDupe.shorttext import (
 from nearDupe.simhash import fingerprint_and_signature
 from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
 from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text, within_limit
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
 
 _CJK_MIN, _CJK_MAX = "\u3400", "\u9fff"
 
@@ -41,8 +45,9 @@ class Recheck:
 class Analysis:
     """What nearDupe learned from one page; ``skip_reason`` set means it is not fingerprinted.
 
-    It is all the crawl needs of a page (the text and HTML stay in the worker that read them,
-    unless its site is young: see :class:`Recheck`)."""
+    It is all the crawl needs of a page, and the main text the spider reads
+    (``response.meta["neardupe"].text``, :func:`main_text`); the HTML stays in the worker
+    that read it, unless its site is young (see :class:`Recheck`)."""
 
     fingerprint: int | None
     skip_reason: str | None = None
@@ -66,6 +71,9 @@ class Analysis:
     #: An unfingerprinted page's exact key and signature (simhash.stored_copy_key): it is
     #: recorded under them, so a re-crawl drops it as already stored.
     stored_key: tuple[int, int] | None = None
+    #: The main text extracted from a fingerprinted page, for the spider and
+    #: NEARDUPE_TEXT_ITEM_FIELD; None when nearDupe skipped the page (or judged an item's text).
+    text: str | None = None
 
     def outdated(self, site: SiteTemplate) -> bool:
         """Whether ``site`` now knows more of the page's lines as its template than when the
@@ -196,7 +204,7 @@ def analyze_page(
     site's page keeps ``html``, to be read so again at its decision."""
     analysis = _keeping(html, analyze_text(text, min_length, features, site, identity, headline))
     if site is None or analysis.skip_reason != "template-text" or not html:
-        return analysis
+        return _with_text(text, analysis)
     return look_again(analysis, html, min_length, features, site, headline, max_chars)
 
 
@@ -219,7 +227,15 @@ def look_again(
 
     text = extract_main_text(html, max_chars=max_chars, unwanted=unwanted)
     again = analyze_text(text, min_length, features, site, identity, headline)
-    return analysis if again.fingerprint is None else _keeping(html, again)
+    return analysis if again.fingerprint is None else _with_text(text, _keeping(html, again))
+
+
+def _with_text(text: str, analysis: Analysis) -> Analysis:
+    """``analysis`` carrying the main ``text`` it was made from, if it is fingerprinted (a
+    young site's page shares the one string with its :class:`Recheck`: pickled once)."""
+    if analysis.fingerprint is None:
+        return analysis
+    return replace(analysis, text=text)
 
 
 def _keeping(html: str, analysis: Analysis) -> Analysis:
@@ -227,6 +243,15 @@ def _keeping(html: str, analysis: Analysis) -> Analysis:
     if analysis.recheck is None:
         return analysis
     return replace(analysis, recheck=replace(analysis.recheck, html=html))
+
+
+def main_text(response: Response) -> str | None:
+    """The main text nearDupe extracted from ``response``, or None when nearDupe did not analyse
+    it (disabled, not HTML, ...) or skipped it (too short, its site's template, ...)."""
+    analysis = getattr(response, "meta", {}).get(META_KEY)
+    if not isinstance(analysis, Analysis) or analysis.skip_reason is not None:
+        return None
+    return analysis.text
 
 
 def detect_encoding(body: bytes) -> str | None:

@@ -56,6 +56,8 @@ class NearDupePipeline:
         self._backlog = Backlog(pending_path(self.config.index, self.config.index_name))
         self._down_until = 0.0
         self._frozen = False
+        # Item classes that lack NEARDUPE_TEXT_ITEM_FIELD (warned about once each).
+        self._without_text_field: set[type] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
@@ -140,36 +142,68 @@ class NearDupePipeline:
         logger.info("%s", counts_line(self.stats.get_stats(), final=True))
 
     async def process_item(self, item: Any) -> Any:
-        """Return the item, or raise NearDuplicate naming the page it duplicates."""
-        decision = await self.decide(item)
+        """Return the item (given its page's main text in NEARDUPE_TEXT_ITEM_FIELD), or raise
+        NearDuplicate naming the page it duplicates."""
+        decision, text = await self._decide(item)
         record(self.stats, self.report, decision)
         if decision.decision == "dropped":
             raise NearDuplicate(decision.message, log_level="INFO")
+        if text is not None and self.config.text_item_field:
+            self._give_text(item, self.config.text_item_field, text)
         return item
 
     async def decide(self, item: Any) -> Decision:
         """The decision for one item."""
+        decision, _ = await self._decide(item)
+        return decision
+
+    async def _decide(self, item: Any) -> tuple[Decision, str | None]:
+        """The decision for one item, and its page's main text (None if nearDupe skipped the
+        page): the Analysis that carries it is not kept past the decision."""
         link = self.links.pop(item)
         url, analysis = link if link else ("", None)
+        text = analysis.text if analysis is not None else None
         adapter = ItemAdapter(item) if ItemAdapter.is_item(item) else None
         if not url and adapter is not None:
             url = str(adapter.get("url") or "")
         if self.config.text_field:
             analysis = await self._analyze_field(adapter, analysis)
         if analysis is None:
-            return Decision(url, "skipped", reason="no-page")
+            return Decision(url, "skipped", reason="no-page"), None
         if analysis.recheck is None:
-            return await self._judge(url, analysis)
+            return await self._judge(url, analysis), text
         # A young site's pages are decided one at a time, each with what the ones before taught.
         host = site_of(url)
         turn = self._young_sites.setdefault(host, DeferredLock())
         await maybe_deferred_to_future(turn.acquire())
         try:
-            return await self._judge(url, await self._rechecked(url, analysis))
+            again = await self._rechecked(url, analysis)
+            return await self._judge(url, again), again.text
         finally:
             turn.release()
             if not turn.locked:
                 del self._young_sites[host]
+
+    def _give_text(self, item: Any, field: str, text: str) -> None:
+        """Put ``text`` in the item's ``field`` unless the spider set it (an item class without
+        that field is left as it is, with one WARNING per class)."""
+        if not ItemAdapter.is_item(item):
+            return
+        adapter = ItemAdapter(item)
+        if adapter.get(field) is not None:
+            return
+        try:
+            adapter[field] = text
+        except KeyError:
+            kind = type(item)
+            if kind not in self._without_text_field:
+                self._without_text_field.add(kind)
+                logger.warning(
+                    "nearDupe: %s items have no field %r (NEARDUPE_TEXT_ITEM_FIELD); their "
+                    "page's main text is not added to them",
+                    kind.__qualname__,
+                    field,
+                )
 
     async def _judge(self, url: str, analysis: Analysis) -> Decision:
         """The decision for a page's analysis: skipped unless fingerprinted, else the index's."""
