@@ -147,6 +147,7 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
                 "NEARDUPE_INDEX": index,
                 "NEARDUPE_INDEX_NAME": name,
                 "NEARDUPE_WORKERS": 0,
+                "NEARDUPE_START_WITHOUT_INDEX": True,  # the operator starts it on purpose
             }
         )
         pipeline = NearDupePipeline.from_crawler(crawler)
