@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,8 @@ class NearDupePipeline:
         self._state = state
         self.store: Store | None = None
         self.report: ReportWriter | None = None
-        # Decisions by page (URL, fingerprint, Analysis.page): one per response or item text.
+        # Decisions by page (URL, fingerprint or stored key, Analysis.page): one per response
+        # or item text.
         self._decided: OrderedDict[tuple[str, int, int], Decision] = OrderedDict()
         self._deciding: dict[tuple[str, int, int], list[Deferred[Decision]]] = {}
         # Young sites (sitetemplate.YOUNG_STORIES) whose pages are being decided, one at a time.
@@ -207,13 +209,23 @@ class NearDupePipeline:
 
     async def _judge(self, url: str, analysis: Analysis) -> Decision:
         """The decision for a page's analysis: skipped unless fingerprinted, else the index's."""
-        if analysis.skip_reason or analysis.fingerprint is None:
-            if analysis.skip_reason == "template-text":
-                await self._learn(url, analysis)
-            if await self._stored_before(url, analysis):
-                return Decision.stored(url)
-            return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
-        return await self._page_decision(url, analysis)
+        if analysis.fingerprint is not None and not analysis.skip_reason:
+            return await self._page_decision(url, analysis)
+        if analysis.stored_key is None:  # nothing to record: each item is decided alike
+            return await self._unfingerprinted(url, analysis)
+        # The first item of a response records its stored key (and teaches its site): the
+        # others share its decision rather than find the page already stored.
+        page = (url, analysis.stored_key[0], analysis.page)
+        decision, _ = await self._once(page, lambda: self._unfingerprinted(url, analysis))
+        return decision
+
+    async def _unfingerprinted(self, url: str, analysis: Analysis) -> Decision:
+        """Skipped, or dropped as stored by an earlier crawl (see :meth:`_stored_before`)."""
+        if analysis.skip_reason == "template-text":
+            await self._learn(url, analysis)
+        if await self._stored_before(url, analysis):
+            return Decision.stored(url)
+        return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
 
     async def _stored_before(self, url: str, analysis: Analysis) -> bool:
         """Whether an earlier crawl recorded this unfingerprinted page under its URL and body
@@ -291,16 +303,29 @@ class NearDupePipeline:
         assert analysis.fingerprint is not None
         record = (analysis.fingerprint, url, analysis.signature, analysis.sentences)
         page = (url, analysis.fingerprint, analysis.page)
+        decision, made = await self._once(page, lambda: self._check(record, analysis))
+        if made and (
+            decision.reason == "template-text"
+            or (decision.decision == "kept" and decision.reason is None)
+        ):
+            await self._learn(url, analysis)
+        return decision
+
+    async def _once(
+        self, page: tuple[str, int, int], decide: Callable[[], Awaitable[Decision]]
+    ) -> tuple[Decision, bool]:
+        """The decision on ``page`` (URL, key, Analysis.page), made by ``decide`` for its
+        first item and shared by the others; and whether this call made it."""
         if page in self._decided:
             self._decided.move_to_end(page)
-            return self._decided[page]
+            return self._decided[page], False
         if page in self._deciding:
             waiter: Deferred[Decision] = Deferred()
             self._deciding[page].append(waiter)
-            return await maybe_deferred_to_future(waiter)
+            return await maybe_deferred_to_future(waiter), False
         self._deciding[page] = []
         try:
-            decision = await self._check(record, analysis)
+            decision = await decide()
         finally:
             waiters = self._deciding.pop(page)
         self._decided[page] = decision
@@ -308,11 +333,7 @@ class NearDupePipeline:
             self._decided.popitem(last=False)
         for waiter in waiters:
             waiter.callback(decision)
-        if decision.reason == "template-text" or (
-            decision.decision == "kept" and decision.reason is None
-        ):
-            await self._learn(url, analysis)
-        return decision
+        return decision, True
 
     async def _became_template(self, url: str, analysis: Analysis, copy_of: str) -> bool:
         """Whether a page found its copy on its own site only because that copy's decision

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Field, Item
+from scrapy import Field, Item, Selector
 from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
@@ -25,7 +25,9 @@ from nearDupe.features import FeatureSettings
 from nearDupe.links import NearDupeSpiderMiddleware
 from nearDupe.pipeline import NearDupePipeline
 from nearDupe.report import Decision
-from tests.site import TEMPLATES, article
+from tests.crawl import run_crawl
+from tests.mockserver import MockServer
+from tests.site import TEMPLATES, article, build_site
 
 STORY = article("harbor-bridge")
 PAGE = TEMPLATES[0].render("Bridge reopens", STORY, 10, "2024-05-01")
@@ -150,3 +152,52 @@ def test_pipeline_gives_kept_items_the_text_and_keeps_no_analysis(
     assert len(pipeline.links) == 0
     gc.collect()
     assert [ref() for ref in checked] == [None, None], "no Analysis (nor text) outlives its items"
+
+
+def test_crawl_gives_kept_items_their_pages_main_text(tmp_path: Path) -> None:
+    """A real crawl whose spider extracts no text: NEARDUPE_TEXT_ITEM_FIELD fills it in with
+    each kept page's main text (its article, no navigation, ads or footer), the text the
+    spider read with main_text(); items of skipped pages get none."""
+    pages, _ = build_site()
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["runspider", "tests/spiders/text_items.py", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_TEXT_ITEM_FIELD": "body"},
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log, result.log[-3000:]
+    decisions = result.decisions()
+    by_page: dict[str, dict[str, dict[str, Any]]] = {}
+    for item in result.items:
+        by_page.setdefault(item["url"].removeprefix(server.url), {})[item["kind"]] = item
+
+    articles = [p for p in pages if p.endswith(".html") and p != "/tiny.html"]
+    kept = [p for p in articles if decisions[server.url + p]["decision"] == "kept"]
+    dropped = [p for p in articles if decisions[server.url + p]["decision"] == "dropped"]
+    assert len(kept) == 6 and len(dropped) == 3
+    assert not set(dropped) & set(by_page)
+    for path in kept:
+        charset = pages[path].content_type.split("charset=")[1]  # type: ignore[union-attr]
+        html = Selector(text=pages[path].body.decode(charset))
+        items = by_page[path]
+        body = items["dict"]["body"]
+        assert body == items["dict"]["spider_text"] == items["item"]["body"], path
+        first = " ".join(html.xpath("//article/p[1]//text()").get().split())
+        assert first[:40] in " ".join(body.split()), (path, body[:300])
+        navigation = html.xpath("//header//li//text()").getall()
+        assert not set(body.splitlines()) & set(navigation), path
+        ad = html.xpath("//aside//text()").get()
+        assert ad not in body and "All rights reserved" not in body, path
+        assert "body" not in items["note"]
+        assert items["own"]["body"] == "the spider's own text"
+
+    tiny = by_page["/tiny.html"]
+    lines = [line for line in result.report if line["url"] == server.url + "/tiny.html"]
+    assert [(line["decision"], line["reason"]) for line in lines] == [
+        ("skipped", "tiny-text")
+    ] * 4, "the items of a skipped response share its decision"
+    assert set(tiny) == {"dict", "item", "note", "own"}
+    assert "body" not in tiny["dict"] and tiny["dict"]["spider_text"] is None
+    assert "body" not in tiny["item"]
+    assert result.log.count("Note items have no field 'body'") == 1
