@@ -43,7 +43,8 @@ class NearDupeSpiderMiddleware:
     def _link(self, response: Response, obj: Any) -> None:
         if isinstance(obj, Request):
             # A spider that passes its response's meta on (meta=response.meta) would queue the
-            # page's Analysis (a young site's page: its text and HTML) with every request.
+            # page's Analysis (its main text; a young site's page: its HTML too) with every
+            # request.
             obj.meta.pop(META_KEY, None)
         else:
             self.links.attach(obj, response.url, response.meta.get(META_KEY))
