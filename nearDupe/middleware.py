@@ -73,6 +73,8 @@ class NearDupeDownloaderMiddleware:
                 )
                 self.stats.inc_value("neardupe/responses/truncated")
                 html = html[: CODE_SCAN * self.config.max_html_chars]  # cut in the worker
+            if not self.pool.started:
+                self.stats.inc_value("neardupe/responses/before_workers")
             try:
                 analysis = await self.pool.run(
                     analyze_within,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import logging
@@ -31,6 +30,9 @@ T = TypeVar("T")
 
 #: Seconds a closing pool gives its workers to end before it kills them.
 _CLOSE_WAIT = 5.0
+#: Longest page analysed in the crawl's thread while the workers start: no time limit applies
+#: there, and an article page is a few hundred kB (a 3 MB page of 400,000 <p> takes seconds).
+_BRIDGE_CHARS = 500_000
 #: prctl(2)'s option that names the signal a process gets when its parent ends (Linux).
 _PR_SET_PDEATHSIG = 1
 
@@ -125,11 +127,17 @@ class WorkerPool:
         self._lifeline, self._lifeline_end = context.Pipe(duplex=False)
         #: Set when the executor is let go: its starting thread may then end.
         self._released = threading.Event()
+        #: Set once a worker process answers; until then pages go to :attr:`_bridge`.
+        self._ready = threading.Event()
+        #: A thread that analyses a crawl's first pages while the workers start (a worker
+        #: takes seconds to import the extractor): the first page is decided at once.
+        self._bridge = ThreadPoolExecutor(1, thread_name_prefix="neardupe-bridge")
         self._closed = False
         self._executor = self._start()
 
     def _start(self) -> Executor:
         if self.workers <= 0:
+            self._ready.set()
             return ThreadPoolExecutor(1, thread_name_prefix="neardupe")
         # spawn: forking a process that runs a reactor and threads is unsafe.
         executor = ProcessPoolExecutor(
@@ -146,14 +154,25 @@ class WorkerPool:
         # death signal), so that thread lives as long as the executor.
         def start() -> None:
             for _ in range(self.workers):
-                executor.submit(int)
+                executor.submit(int).add_done_callback(lambda _: self._ready.set())
             released.wait()
 
         threading.Thread(target=start, name="neardupe-pool-start", daemon=True).start()
         return executor
 
+    @property
+    def started(self) -> bool:
+        """Whether a worker answers (before that, pages are analysed in a thread)."""
+        return self._ready.is_set()
+
     async def run(self, func: Callable[..., T], *args: Any) -> T:
-        """func(*args) in the pool; a broken pool (a worker died) is restarted and retried once."""
+        """func(*args) in the pool; a broken pool (a worker died) is restarted and retried once.
+
+        While no worker has started yet, a page's analysis runs in a thread of the crawl
+        instead, unbounded by the time limit, unless its text is Chinese (jieba's dictionary
+        would then stay in the crawl's memory)."""
+        if not self._ready.is_set() and _bridgeable(func, args):
+            return await self._await(self._bridge.submit(func, *args))
         try:
             return await self._await(self._executor.submit(func, *args))
         except BrokenProcessPool:
@@ -187,6 +206,7 @@ class WorkerPool:
         shutdown, which waits forever when a worker was killed while it held the queue's lock
         that the others wait behind (the pool did not see it die first)."""
         self._closed = True
+        self._bridge.shutdown(wait=False, cancel_futures=True)
         executor = self._executor
         if isinstance(executor, ThreadPoolExecutor):
             executor.shutdown(wait=True, cancel_futures=True)
@@ -206,12 +226,13 @@ class WorkerPool:
                 os.kill(process.pid, signal.SIGKILL)
 
 
-async def off_the_loop(func: Callable[[], T]) -> T:
-    """func() in a thread when an asyncio loop runs (reading an index's tables, compiling the
-    search kernels on a first run, ~3 s, or Redis's handshake must not hold the reactor);
-    inline otherwise (another reactor)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return func()
-    return await loop.run_in_executor(None, func)
+def _bridgeable(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
+    """Whether a call may run in the crawl's own thread: a page analysis of a text of at most
+    _BRIDGE_CHARS that is not Chinese."""
+    return (
+        func is analyze_within
+        and len(args) > 2
+        and isinstance(args[2], str)
+        and len(args[2]) <= _BRIDGE_CHARS
+        and not has_chinese(args[2])
+    )

@@ -122,3 +122,18 @@ def test_a_crawl_started_without_its_index_on_purpose_keeps_its_items(tmp_path: 
     assert {line["reason"] for line in result.report if line["decision"] == "kept"} == {
         "index-unavailable"
     }
+
+
+def test_the_first_pages_are_analysed_while_the_workers_start(tmp_path: Path) -> None:
+    """A worker process takes seconds to import the extractor; meanwhile the crawl's first
+    pages are analysed in a thread of its own, so the first page is decided at once."""
+    pages, _ = build_site()
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_WORKERS": 2},
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats.get("neardupe/responses/before_workers", 0) >= 1, result.stats
+    assert result.stats["neardupe/dropped"] == 3 and result.stats["neardupe/kept"] == 6
