@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
-
-from nearDupe.addon import Addon
-from nearDupe.errors import (
-    IndexFileError,
-    IndexLocked,
-    IndexSettingsMismatch,
-    NearDupeError,
-    NearDuplicate,
-    StoreUnavailable,
-)
-from nearDupe.features import FeatureSettings, extract_features, tokenize
-from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming, simhash
 
 if TYPE_CHECKING:
     from scrapy.http import Response
+
+    from nearDupe.addon import Addon
+    from nearDupe.errors import (
+        IndexFileError,
+        IndexLocked,
+        IndexSettingsMismatch,
+        NearDupeError,
+        NearDuplicate,
+        StoreUnavailable,
+    )
+    from nearDupe.features import FeatureSettings, extract_features, tokenize
+    from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming, simhash
 
 __version__ = "0.1.0"
 
@@ -50,17 +51,35 @@ def main_text(response: Response) -> str | None:
     return extracted(response)
 
 
-def __getattr__(name: str) -> object:
-    """Lazily export the numba-backed index classes (workers never need to compile them)."""
-    if name in {"BlockIndex", "Design", "EmbeddedIndex", "IndexHeader", "Match", "open_store"}:
-        from nearDupe import designs, index, store
+#: Public name -> the module that holds it, imported on first use: a worker process that
+#: imports nearDupe.workers loads neither Scrapy (through the add-on and the errors) nor the
+#: index.
+_LAZY = {
+    "Addon": "nearDupe.addon",
+    "IndexFileError": "nearDupe.errors",
+    "IndexLocked": "nearDupe.errors",
+    "IndexSettingsMismatch": "nearDupe.errors",
+    "NearDupeError": "nearDupe.errors",
+    "NearDuplicate": "nearDupe.errors",
+    "StoreUnavailable": "nearDupe.errors",
+    "FeatureSettings": "nearDupe.features",
+    "extract_features": "nearDupe.features",
+    "tokenize": "nearDupe.features",
+    "fingerprint": "nearDupe.simhash",
+    "fingerprint_and_signature": "nearDupe.simhash",
+    "hamming": "nearDupe.simhash",
+    "simhash": "nearDupe.simhash",
+    "BlockIndex": "nearDupe.index",
+    "Design": "nearDupe.designs",
+    "EmbeddedIndex": "nearDupe.store",
+    "IndexHeader": "nearDupe.store",
+    "Match": "nearDupe.store",
+    "open_store": "nearDupe.store",
+}
 
-        return {
-            "BlockIndex": index.BlockIndex,
-            "Design": designs.Design,
-            "EmbeddedIndex": store.EmbeddedIndex,
-            "IndexHeader": store.IndexHeader,
-            "Match": store.Match,
-            "open_store": store.open_store,
-        }[name]
+
+def __getattr__(name: str) -> object:
+    """The public names, each imported from its module on first use."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nearDupe' has no attribute {name!r}")

@@ -18,9 +18,6 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred
-
 from nearDupe.analysis import warm_up
 from nearDupe.features import FeatureSettings, has_chinese, load_chinese
 
@@ -186,7 +183,10 @@ class WorkerPool:
 
     @staticmethod
     async def _await(future: Future[T]) -> T:
+        # Imported here: a worker process imports this module, and needs neither.
+        from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet import reactor
+        from twisted.internet.defer import Deferred
 
         deferred: Deferred[T] = Deferred()
 
