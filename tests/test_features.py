@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from nearDupe.features import FeatureSettings, extract_features, tokenize
-from nearDupe.simhash import fingerprint, hamming
+from nearDupe.shorttext import sentences
+from nearDupe.simhash import fingerprint, fingerprint_and_signature, hamming
 
 
 def test_nfkc_and_casefold() -> None:
@@ -141,3 +146,91 @@ def test_template_lines_move_fewer_bits() -> None:
     weighted = hamming(fingerprint(a), fingerprint(b))
     flat = FeatureSettings(full_line=0)
     assert weighted < hamming(fingerprint(a, flat), fingerprint(b, flat))
+
+
+# Regression guard: English and Chinese features must not move with the rules for other
+# scripts (users' indexes and the tuned thresholds depend on them). The values below were
+# computed with the code before those rules existed; never update them to make a test pass.
+_GUARD_TEXTS = {
+    "english": (
+        "The city council voted on Tuesday to expand the bike-lane network by 42 km.\n"
+        "Officials said the $3.5 million plan, first proposed in 2019, would connect the "
+        "university campus to downtown; critics weren't convinced. \"It's a start,\" said "
+        "Maria O'Neil, a café owner on Main St. who cycles to work.\n"
+        "Construction begins in spring! Will it finish on time? Nobody knows… yet.\n"
+        "Residents can read the report at https://example.org/plan_2024 or e-mail "
+        "planning@example.org. I ❤️ bikes 🚲 — naïve? Maybe. Ünïcödé x\u0332 test.\n"
+        "Share"
+    ),
+    "chinese": (
+        "新华社北京3月5日电 第十四届全国人民代表大会第二次会议今天上午在人民大会堂开幕。\n"
+        "国务院总理作政府工作报告，回顾了过去一年的工作，并提出今年经济社会发展的主要预期目标："
+        "国内生产总值增长5%左右；城镇新增就业1200万人以上。\n"
+        "报告指出，要大力推进现代化产业体系建设，加快发展新质生产力！你准备好了吗？\n"
+        "记者 张伟 摄影报道 iPhone 15 Pro 发布会；来源：人民网。"
+    ),
+}
+_GUARD_FINGERPRINTS = {
+    "english": ((6936176110798552333, 9961535714262115484), "3707c9d5a581cc67"),
+    "chinese": ((916102948324016504, 5043232157451298811), "b375e3cbfe7a5afb"),
+}
+_GUARD_SENTENCES = {
+    "english": (
+        (15487795434311652, 22),
+        (380733523766046442, 11),
+        (1189394844795439868, 14),
+        (2214373545948603443, 15),
+        (9928147576845865519, 89),
+        (10088485180285896225, 60),
+        (10436207571301829708, 12),
+        (11332933179819899897, 41),
+        (12044500983781795032, 26),
+        (15591072835109497102, 75),
+        (15983589895410502666, 18),
+    ),
+    "chinese": (
+        (1855828655116659662, 39),
+        (5711489697532436350, 51),
+        (7039564681463040697, 14),
+        (7144248329855966109, 27),
+        (14860560233535828811, 22),
+    ),
+}
+#: Digests of 40 aeb English articles and 40 THUCNews Chinese ones (see _real_digest).
+_GUARD_REAL = {"english": "23e43d2f2c035786", "chinese": "4d9586d8d139b861"}
+
+
+def _features_digest(text: str) -> str:
+    features, weights = extract_features(text)
+    pairs = list(zip(features, weights.tolist(), strict=True))
+    return hashlib.sha256(repr(pairs).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("language", sorted(_GUARD_TEXTS))
+def test_english_and_chinese_features_and_sentences_are_unchanged(language: str) -> None:
+    text = _GUARD_TEXTS[language]
+    prints, digest = _GUARD_FINGERPRINTS[language]
+    assert fingerprint_and_signature(text) == prints
+    assert _features_digest(text) == digest
+    assert sentences(text) == _GUARD_SENTENCES[language]
+
+
+def _real_digest(texts: list[str]) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        features, weights = extract_features(text)
+        found = (fingerprint_and_signature(text), sentences(text), features, weights.tolist())
+        digest.update(repr(found).encode())
+    return digest.hexdigest()[:16]
+
+
+def test_real_english_and_chinese_articles_are_unchanged() -> None:
+    root = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not (root / "aeb").is_dir() or not (root / "thucnews").is_dir():
+        pytest.skip(f"no evaluation data at {root}")
+    truth = json.loads((root / "aeb" / "ground-truth.json").read_text("utf-8"))
+    english = [truth[key]["articleBody"] for key in sorted(truth)[:40]]
+    news = (root / "thucnews" / "cnews.sample.txt").read_text("utf-8").splitlines()[:40]
+    chinese = [line.split("\t", 1)[1] for line in news]
+    assert _real_digest(english) == _GUARD_REAL["english"]
+    assert _real_digest(chinese) == _GUARD_REAL["chinese"]
