@@ -69,7 +69,8 @@ async def _check_all(
 async def _stored(store: RedisStore, kept: dict[int, list[str]]) -> None:
     """The index holds the pages kept, and counts them."""
     assert await store.count() == len(kept)
-    assert sorted(key for _, key, _ in await store.pages()) == sorted(k[0] for k in kept.values())
+    stored = sorted(key for _, key, _ in await store.pages())
+    assert stored == sorted(keys[0] for keys in kept.values())
 
 
 def test_checks_go_on_while_slots_move_under_them(tmp_path: Path) -> None:
@@ -109,7 +110,7 @@ def test_checks_go_on_while_slots_move_under_them(tmp_path: Path) -> None:
         finally:
             stop.set()
             mover.join()
-        assert moves[0] > 20
+        assert moves[0] > 5
 
 
 def test_checks_go_on_while_the_client_learns_the_cluster_again(tmp_path: Path) -> None:

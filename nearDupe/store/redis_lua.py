@@ -142,13 +142,17 @@ local function append(key, rec)
   redis.call('COPY', key, key .. WRITING, 'REPLACE')
   redis.call('RENAME', key .. WRITING, key)
 end
+-- A key of a slot on the move (resharding) fails the script where it is first touched
+-- (a missing key there, as the copies' are, is another node's): every key written is
+-- touched before the first write, so that the script writes all or nothing.
+if ARGV[4] ~= '' then redis.call('EXISTS', ARGV[4]) end
+if ARGV[2] ~= '' then redis.call('EXISTS', ARGV[2] .. WRITING) end
+for j = 1, n do
+  if #records[j] > 0 then redis.call('EXISTS', keys[j] .. WRITING) end
+end
 local added = 0
 if ARGV[2] ~= '' then
   local rec = ARGV[3]
-  -- A key of a slot on the move (resharding) fails the script where it is touched: the
-  -- counter is touched before the first write, so that it is raised with the page record
-  -- or the script writes nothing.
-  if ARGV[4] ~= '' then redis.call('EXISTS', ARGV[4]) end
   if ARGV[5] ~= '1' or not find_page(redis.call('GET', ARGV[2]) or '',
                                      string.sub(rec, 1, STORED_FP + WRITER)) then
     append(ARGV[2], rec)
