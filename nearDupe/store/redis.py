@@ -47,12 +47,14 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    from them, the stored fingerprints within k and the pages recorded under the query's
    sentences; read their page buckets.  Decide.  A match is returned at once: a stored copy
    is a copy whatever other crawlers write next (no write, no lease).
-2. On a cluster only, lease those table and sentence buckets that lie on other nodes than
-   the page bucket (``SET <bucket>:lease <token> NX PX lease``, all or none per node; if
-   one is another token's, end the leases just taken, wait 1-20 ms (jittered, doubling) and
-   try again: nobody holds some leases while waiting for others).
+2. On a cluster only, lease the table and sentence buckets read, on every node
+   (``SET <bucket>:lease <token> NX PX lease``, all or none per node), node by node in one
+   order all crawlers share: the leases on the nodes before the first that refused are
+   kept, and the check waits there (1-20 ms pauses) before trying it again, so no two
+   checks wait for each other (see :func:`~nearDupe.store.redis_leases.acquire`).
    The same script compares each bucket's length with the one read: if any grew, the
-   buckets are read again and the page decided again (a match ends the leases).
+   buckets are read again and the page decided again (a match ends the leases); a refusal
+   that sees a bucket grown sends the check to read again at once (once a call).
 3. New: on the node of the page's page bucket, one script checks that no bucket read there
    (page buckets included) is another token's lease or has grown, appends the page record
    (returning whether it did), raises the counter if it lives there, appends the fingerprint
@@ -71,9 +73,9 @@ pages to write finds a bucket grown, and decides again after reading the first's
 (optimistic concurrency: the commits are a serial order).  On a cluster, the writes on one
 node must not be made void by a bucket grown on another, so step 3 runs under the leases of
 step 2: a bucket leased and of the length read cannot grow until the lease ends.  The page
-bucket's node is written first, in the script that checks its buckets, as on a single Redis
-(no lease there): when it succeeds, every bucket the decision read is as read, there by that
-check and elsewhere by the leases.  The page record is acknowledged before any fingerprint
+bucket's node is written first, in the script that checks its buckets (page buckets read
+there unleased, as on a single Redis): when it succeeds, every bucket the decision read is
+as read, by that check and the leases.  The page record is acknowledged before any fingerprint
 leading to it is written.  A crawler stalled past its lease (``lease_seconds``, default
 LEASE_SECONDS) finds at step 3 that a bucket grew or is another's and starts again.  A page
 record carries its writer (the first bytes of the check's token), so a retry (a lost reply, a
@@ -146,6 +148,9 @@ class _Call:
     token: bytes
     sent: bool = False
     leased: list[str] = field(default_factory=list)
+    #: Whether an attempt stopped leasing to read again buckets it saw grow (once a call:
+    #: a bucket every page of a site writes keeps growing).
+    reread: bool = False
 
 
 class RedisStore(RedisBulkIndex):
@@ -191,14 +196,17 @@ class RedisStore(RedisBulkIndex):
         reading = await self._reading(seen, fp, self.k, sentences, own)
         match = self._match(reading, signature, sentences)
         if match is None and self.pipes.cluster:
-            # The page bucket's node checks and writes its buckets in one script, as a single
-            # Redis does: only the buckets on other nodes are leased.
-            leased = self.pipes.elsewhere(seen, self.layout.page_key(fp))
+            # Every bucket read is leased, on the page bucket's node too: the leases are taken
+            # node by node in one order (see acquire), which a commit refused on a node
+            # without them (a bucket there leased by a crawler waiting for this one's) broke.
+            leased = list(seen)
+            reread, call.reread = not call.reread, True
             values, changed = await acquire(
                 self.pipes,
                 {key: seen[key] for key in leased},
                 token,
                 lease_seconds=self.lease_seconds,
+                reread=reread,
             )
             call.leased = list(leased)
             if changed:

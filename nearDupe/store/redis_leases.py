@@ -12,6 +12,7 @@ whose pages share a bucket decide one after the other.  See the protocol in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
 import struct
@@ -62,38 +63,86 @@ class ReadAgain(Exception):
 
 
 async def acquire(
-    pipes: Pipes, seen: dict[str, bytes], token: bytes, *, lease_seconds: float
+    pipes: Pipes,
+    seen: dict[str, bytes],
+    token: bytes,
+    *,
+    lease_seconds: float,
+    reread: bool = False,
 ) -> tuple[dict[str, bytes], bool]:
-    """Lease every key of ``seen`` (all or none, waiting while another crawler holds one):
-    their contents (``seen``'s values, read without leases, where a bucket's length is still
-    the same: buckets only grow), and whether any changed.
+    """Lease every key of ``seen`` (waiting while another crawler holds one): their contents
+    (``seen``'s values, read without leases, where a bucket's length is still the same:
+    buckets only grow), and whether any changed.
+
+    The keys are leased node by node in one order every crawler shares (the nodes' names),
+    all of a node's at once or none: a check tries every node at once, keeps the leases on
+    the nodes before the first that refused, gives back those after it, and waits there,
+    holding the former, before trying it and the nodes after it again.  A crawler waits
+    only for a node after every node it holds leases on, so no two wait for each other,
+    and one of the crawlers wanting a bucket always goes on.  (Giving back every lease and
+    trying again later livelocked busy crawlers: each took some nodes' leases while others
+    held the rest.)
+
+    With ``reread``, a check waiting for a lease that sees a bucket grown gives back its
+    leases and raises :class:`ReadAgain`: what was written is most often its copy, found by
+    reading again without waiting in line for the lease.
 
     A lease this token already holds (a retried call) counts as taken.
     """
     pause = Pause(lease_seconds)
     ms = int(lease_seconds * 1000)
-    groups = await pipes.by_node(seen)
+    groups = sorted(await pipes.by_node(seen), key=lambda group: pipes.node_name(group[0]))
+    fresh: dict[str, bytes] = {}
+    mine: list[str] = []
+    try:
+        return await _acquire(pipes, seen, token, ms, groups, fresh, mine, pause, reread)
+    except BaseException:
+        if mine:  # given up (or failed): another crawler would wait for them to expire
+            with contextlib.suppress(Exception):
+                await release(pipes, mine, token)
+        raise
+
+
+async def _acquire(
+    pipes: Pipes,
+    seen: dict[str, bytes],
+    token: bytes,
+    ms: int,
+    groups: list[list[str]],
+    fresh: dict[str, bytes],
+    mine: list[str],
+    pause: Pause,
+    reread: bool,
+) -> tuple[dict[str, bytes], bool]:
+    """The rounds of :func:`acquire`; ``mine`` holds the keys leased so far."""
     while groups:
 
-        def build(pipe: Any) -> None:
+        def build(pipe: Any, groups: list[list[str]] = groups) -> None:
             for group in groups:
                 lengths = packed_lengths([len(seen[key]) for key in group])
                 pipes.on_node(pipe, "acquire", group, [token, ms, lengths, *group])
 
         replies = await pipes.run(build)
         taken = [int(r[0]) == 1 for r in replies]
-        if all(taken):
-            fresh = {
-                key: value
-                for group, reply in zip(groups, replies, strict=True)
-                for key, value in zip(group, reply[1:], strict=False)
-            }
-            return {**seen, **fresh}, bool(fresh)
-        await release(
-            pipes, [k for g, t in zip(groups, taken, strict=False) if t for k in g], token
-        )
+        held = taken.index(False) if False in taken else len(taken)
+        for group, reply in zip(groups[:held], replies[:held], strict=True):
+            fresh.update(zip(group, reply[1:], strict=False))
+            mine.extend(group)
+        if held == len(groups):
+            break
+        later = [
+            k for g, t in zip(groups[held + 1 :], taken[held + 1 :], strict=True) if t for k in g
+        ]
+        if reread and (fresh or len(replies[held]) > 1):
+            # Another crawler wrote meanwhile (most often a copy): read again at once.
+            await release(pipes, mine + later, token)
+            mine.clear()
+            raise ReadAgain
+        if later:
+            await release(pipes, later, token)
+        groups = groups[held:]
         await pause()
-    return seen, False
+    return {**seen, **fresh}, bool(fresh)
 
 
 def packed_lengths(lengths: list[int]) -> bytes:
@@ -133,12 +182,12 @@ def commit_args(
 
 
 async def release(pipes: Pipes, keys: Iterable[str], token: bytes) -> None:
-    """End this token's leases on ``keys`` (none if another token leases one of them)."""
+    """End this token's leases on ``keys`` (another token's, taken once this one's expired,
+    stays: a release that left this token's other leases in place made other crawlers wait
+    for them to expire)."""
     groups = await pipes.by_node(keys)
     if groups:
-        cluster = pipes.cluster
-        calls = [(g, commit_args(token, None, "", g, {}, {}, cluster=cluster)) for g in groups]
-        await pipes.per_node("commit", calls)
+        await pipes.per_node("release", [(g, [token, *g]) for g in groups])
 
 
 async def commit(

@@ -66,25 +66,31 @@ end
 # ARGV: token, lease ms, the length of each key as the caller read it (packed as SPEC), then
 # the keys.  If no key's lease is another token's: lease them all and return {1} if each key
 # still has that length (buckets only grow), else {1, value of each key}; else take none
-# (ending those this call took) and return {0}.
+# (ending those this call took) and return {0}, or {0, 1} if a key grew (the caller reads
+# again at once, without waiting for the lease: what was written is most often its copy).
 LUA_ACQUIRE = _fill(
     _CROSS_SLOT
     + """
 local token, ms, spec = ARGV[1], ARGV[2], ARGV[3]
+local function grown()
+  local at, seen = 1
+  for i = 4, #ARGV do
+    seen, at = struct.unpack(SPEC, spec, at)
+    if redis.call('STRLEN', ARGV[i]) ~= seen then return true end
+  end
+  return false
+end
 for i = 4, #ARGV do
   if not redis.call('SET', ARGV[i] .. LEASE, token, 'NX', 'PX', ms)
       and redis.call('GET', ARGV[i] .. LEASE) ~= token then
     for j = 4, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
+    if grown() then return {0, 1} end
     return {0}
   end
 end
-local out, at, seen = {1}, 1
-for i = 4, #ARGV do
-  seen, at = struct.unpack(SPEC, spec, at)
-  if redis.call('STRLEN', ARGV[i]) ~= seen then
-    for j = 4, #ARGV do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
-    return out
-  end
+local out = {1}
+if grown() then
+  for j = 4, #ARGV do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
 end
 return out
 """
@@ -174,6 +180,23 @@ LUA_SET = (
     + """
 for i = 1, #ARGV, 2 do redis.call('SET', ARGV[i], ARGV[i + 1]) end
 return #ARGV / 2
+"""
+)
+
+# ARGV: token, then keys (all on one node).  Ends this token's leases on them, leaving any
+# other token's (one taken after this token's expired); returns how many it ended.
+LUA_RELEASE = _fill(
+    _CROSS_SLOT
+    + """
+local ended = 0
+for i = 2, #ARGV do
+  local lease = ARGV[i] .. LEASE
+  if redis.call('GET', lease) == ARGV[1] then
+    redis.call('DEL', lease)
+    ended = ended + 1
+  end
+end
+return ended
 """
 )
 

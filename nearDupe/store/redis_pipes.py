@@ -26,7 +26,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from nearDupe.store.redis_failures import TRANSIENT_ERRORS
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_RELEASE, LUA_REMOVE, LUA_SET
 
 #: How many times a command is sent again where a redirection (MOVED, ASK) or TRYAGAIN
 #: points, before its call fails (a transient error: the check is then run again).
@@ -39,6 +39,7 @@ SCRIPTS = {
     "commit": LUA_COMMIT,
     "set": LUA_SET,
     "remove": LUA_REMOVE,
+    "release": LUA_RELEASE,
 }
 #: Each script's SHA1, as Redis names it: known before any is loaded.
 SHA = {
@@ -128,11 +129,9 @@ class Pipes:
             groups.setdefault(self._node(key).name if self.cluster else "", []).append(key)
         return list(groups.values())
 
-    def elsewhere(self, keys: Iterable[str], key: str) -> list[str]:
-        """The ``keys`` a cluster holds on another node than ``key``'s (once its slots are
-        known: after a call)."""
-        here = self._node(key).name
-        return [k for k in keys if self._node(k).name != here]
+    def node_name(self, key: str) -> str:
+        """The name of the node holding ``key`` ("" without a cluster)."""
+        return self._node(key).name if self.cluster else ""
 
     def _node(self, key: str) -> ClusterNode:
         """The cluster node holding ``key``'s slot."""

@@ -1,0 +1,123 @@
+"""Crawler processes with busy event loops racing for the same articles on a Redis Cluster:
+every check makes progress (none waits out the leases' patience), and each article is kept
+once."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from nearDupe.store import IndexHeader
+from nearDupe.store.redis import RedisStore
+
+try:
+    from redis_server import RedisCluster
+except ImportError:  # tests/ imported as a package
+    from tests.redis_server import RedisCluster
+
+pytestmark = pytest.mark.redis
+
+Article = tuple[int, tuple[tuple[int, int], ...]]  # fingerprint, sentences
+
+#: How long a check may wait for buckets other crawlers lease before it gives up, in these
+#: processes (30 s in a crawl): long enough for every copy of an article to be decided one
+#: after the other, short enough that checks going round in circles show.
+PATIENCE = 6.0
+
+
+def _articles(n: int, copies: int) -> list[list[Article]]:
+    rng = random.Random(11)
+    groups = []
+    for _ in range(n):
+        fp = rng.getrandbits(64)
+        sentences = tuple(sorted((rng.getrandbits(64), 80) for _ in range(3)))
+        groups.append(
+            [(fp ^ (1 << rng.randrange(64)) if c else fp, sentences) for c in range(copies)]
+        )
+    return groups
+
+
+def _crawler(url: str, worker: int, groups: list[list[Article]], tasks: int) -> tuple:
+    """One crawler process: its event loop busy 10 ms of every 20 (parsing, scheduling),
+    ``tasks`` concurrent checks of every copy, in the order every crawler meets them."""
+    from nearDupe.store import redis_leases
+
+    redis_leases.BUSY_SECONDS = PATIENCE
+
+    async def main() -> tuple:
+        store = RedisStore.from_url(url, IndexHeader(), name="race", cluster=True)
+        await store.count()
+        jobs = [(g, c) for g, copies in enumerate(groups) for c in range(len(copies))]
+        results: list[tuple[int, str, str | None]] = []
+        errors: list[str] = []
+        slowest = [0.0]
+        done = asyncio.Event()
+
+        async def busy() -> None:
+            while not done.is_set():
+                end = time.perf_counter() + 0.01
+                while time.perf_counter() < end:
+                    pass
+                await asyncio.sleep(0.01)
+
+        async def client(part: list[tuple[int, int]]) -> None:
+            for g, c in part:
+                fp, sentences = groups[g][c]
+                key = f"w{worker}-a{g}-c{c}"
+                started = time.monotonic()
+                try:
+                    match = await store.check_and_add(fp, key, None, sentences)
+                except Exception as exc:  # counted: the test says which
+                    errors.append(repr(exc))
+                    continue
+                slowest[0] = max(slowest[0], time.monotonic() - started)
+                results.append((g, key, None if match is None else match.key))
+
+        hog = asyncio.ensure_future(busy())
+        await asyncio.gather(*(client(jobs[i::tasks]) for i in range(tasks)))
+        done.set()
+        await hog
+        await store.close()
+        return results, errors, slowest[0]
+
+    return asyncio.run(main())
+
+
+def test_busy_crawlers_racing_on_a_cluster_all_make_progress(tmp_path: Path) -> None:
+    """6 processes x 6 concurrent checks, their event loops half busy, meet 6 copies each of
+    40 articles (3 sentences shared) in the same order on a 3-node cluster.  Every check ends
+    within the leases' patience (crawlers that gave back every lease whenever one node
+    refused went round in circles, some past 30 s), one copy of each article is kept and
+    every other names it, and the counter counts the kept ones."""
+    groups = _articles(40, 6)
+    processes = 6
+    with RedisCluster(tmp_path / "cluster") as cluster:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        with ctx.Pool(processes) as pool:
+            outcomes = pool.starmap(
+                _crawler, [(cluster.url, w, groups, 6) for w in range(processes)]
+            )
+        errors = [e for _, errs, _ in outcomes for e in errs]
+        assert errors == []
+        results = [r for rs, _, _ in outcomes for r in rs]
+        assert len(results) == processes * 6 * len(groups)
+        kept: dict[int, list[str]] = {g: [] for g in range(len(groups))}
+        for g, key, match in results:
+            if match is None:
+                kept[g].append(key)
+        assert {g: keys for g, keys in kept.items() if len(keys) != 1} == {}
+        assert all(match is None or match == kept[g][0] for g, _key, match in results)
+
+        async def count() -> int:
+            store = RedisStore.from_url(cluster.url, IndexHeader(), name="race", cluster=True)
+            n = await store.count()
+            await store.close()
+            return n
+
+        assert asyncio.run(count()) == len(groups)
