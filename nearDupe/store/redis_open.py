@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, TypeVar, cast
 
@@ -59,6 +60,11 @@ from nearDupe.store.redis_sites import RedisSites
 
 #: Logged under the store's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.redis")
+
+#: Seconds a crawl that needs its index at start waits for Redis to answer the handshake.
+START_PATIENCE = 10.0
+#: Pause between two handshakes at start.
+_START_PAUSE = 0.25
 
 T = TypeVar("T")
 Index = TypeVar("Index", bound="RedisIndex")
@@ -234,12 +240,22 @@ class RedisIndex:
                 yield ("copy", stale)
 
     def _handshake_sync(
-        self, url: str, cluster: bool, options: dict[str, Any], must_answer: bool = False
+        self,
+        url: str,
+        cluster: bool,
+        options: dict[str, Any],
+        must_answer: bool = False,
+        deadline: float | None = None,
     ) -> None:
-        """Check the header with a short-lived blocking client (once, at open)."""
+        """Check the header with a short-lived blocking client (once, at open). A crawl that
+        needs an answer (``must_answer``) asks again for up to START_PATIENCE seconds: a
+        loaded or just-started Redis may miss one socket timeout."""
+        if deadline is None:
+            deadline = time.monotonic() + (START_PATIENCE if must_answer else 0.0)
         options = {k: v for k, v in options.items() if k != "retry"}
         options["retry"] = Retry(NoBackoff(), 0)
         client = None
+        again = False
         try:
             if cluster:
                 client = redis_sync.RedisCluster.from_url(url, **options)  # type: ignore[arg-type]
@@ -265,18 +281,20 @@ class RedisIndex:
         except TRANSIENT_ERRORS as exc:
             if (refused := refusal(exc)) is not None:
                 raise self._denied(refused) from None
-            if must_answer:
+            if must_answer and time.monotonic() < deadline:
+                again = True
+            elif must_answer:
                 raise StoreUnavailable(
                     f"Redis index {self.name!r} at {self.url} is unreachable: {exc}"
                 ) from None
-            logger.warning(
-                "Redis index %r at %s is unreachable (%s); checking it on first use",
-                self.name,
-                self.url,
-                exc,
-            )
-            self._ready = False
-            return
+            else:
+                logger.warning(
+                    "Redis index %r at %s is unreachable (%s); checking it on first use",
+                    self.name,
+                    self.url,
+                    exc,
+                )
+                self._ready = False
         except FULL_ERRORS as exc:  # an outage: said now, checked on first use
             self._full(exc)
             self._ready = False
@@ -285,6 +303,9 @@ class RedisIndex:
         finally:
             if client is not None:
                 client.close()
+        if again:
+            time.sleep(_START_PAUSE)
+            self._handshake_sync(url, cluster, options, must_answer, deadline)
 
     def _denied(self, exc: BaseException) -> IndexAccessDenied:
         return denied(self.name, self.url, exc)
