@@ -26,8 +26,9 @@ Article = tuple[int, tuple[tuple[int, int], ...]]  # fingerprint, sentences
 
 #: How long a check may wait for buckets other crawlers lease before it gives up, in these
 #: processes (30 s in a crawl): long enough for every copy of an article to be decided one
-#: after the other, short enough that checks going round in circles show.
-PATIENCE = 6.0
+#: after the other on a machine the rest of the suite loads too, short enough that checks
+#: going round in circles (past 30 s) show.
+PATIENCE = 12.0
 
 
 def _articles(n: int, copies: int) -> list[list[Article]]:
