@@ -196,8 +196,9 @@ _GUARD_SENTENCES = {
         (14860560233535828811, 22),
     ),
 }
-#: Digests of 40 aeb English articles and 40 THUCNews Chinese ones (see _real_digest).
-_GUARD_REAL = {"english": "23e43d2f2c035786", "chinese": "4d9586d8d139b861"}
+#: Digests of the first 60 aeb articles in Latin letters only (aeb also holds Korean and
+#: Arabic ones) and of the first 60 THUCNews articles (see _real_digest).
+_GUARD_REAL = {"english": "10403f3a91b39884", "chinese": "5c508293b17669e7"}
 
 
 def _features_digest(text: str) -> str:
@@ -229,8 +230,38 @@ def test_real_english_and_chinese_articles_are_unchanged() -> None:
     if not (root / "aeb").is_dir() or not (root / "thucnews").is_dir():
         pytest.skip(f"no evaluation data at {root}")
     truth = json.loads((root / "aeb" / "ground-truth.json").read_text("utf-8"))
-    english = [truth[key]["articleBody"] for key in sorted(truth)[:40]]
-    news = (root / "thucnews" / "cnews.sample.txt").read_text("utf-8").splitlines()[:40]
+    bodies = (truth[key]["articleBody"] for key in sorted(truth))
+    english = [body for body in bodies if all(c < "\u0250" for c in body if c.isalpha())][:60]
+    news = (root / "thucnews" / "cnews.sample.txt").read_text("utf-8").splitlines()[:60]
     chinese = [line.split("\t", 1)[1] for line in news]
     assert _real_digest(english) == _GUARD_REAL["english"]
     assert _real_digest(chinese) == _GUARD_REAL["chinese"]
+
+
+def test_words_keep_their_combining_marks() -> None:
+    assert tokenize("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert tokenize("كَتَبَ الوَلَدُ") == ["كَتَبَ", "الوَلَدُ"]
+    # Generic marks and variation selectors stay outside words, as in English text before.
+    assert tokenize("bike\ufe0f x\u0332") == ["bike", "x"]
+
+
+def test_thai_is_cut_into_overlapping_character_pairs() -> None:
+    # A character is a letter and its marks: no pair starts with a vowel or tone mark.
+    assert tokenize("ต้นไม้ ๒๕ ต้น") == ["ต้น", "นไ", "ไม้", "๒๕", "ต้น"]
+    tokens = tokenize("ลักษณะเป็นไม้ยืนต้น")
+    assert tokens[:3] == ["ลัก", "กษ", "ษณ"]
+    assert all(len(t) >= 2 for t in tokens)
+
+
+def test_japanese_kana_runs_are_pairs_and_ideographs_go_to_jieba() -> None:
+    tokens = tokenize("東京都では、新しいスマートフォンを発売した。")
+    assert "スマ" in tokens and "フォ" in tokens and "京都" in tokens
+    assert "しいスマートフォンを" not in tokens
+    # Kana in a Chinese text (under a fifth of its kana and ideographs) stay one word.
+    assert "かわいい" in tokenize("我们的朋友说かわいい是一个很好的词语，大家都喜欢用")
+
+
+def test_korean_words_also_give_their_syllable_pairs() -> None:
+    assert tokenize("셸비에 대한") == ["셸비에", "셸비", "비에", "대한"]
+    # A changed particle keeps the word's stem pairs.
+    assert {"이야", "야기"} <= set(tokenize("이야기는")) & set(tokenize("이야기를"))

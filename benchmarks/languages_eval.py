@@ -1,0 +1,265 @@
+"""Copies found in twelve languages: fingerprints and sentences on real translated text.
+
+The text: the human translations shipped in the machine's gettext catalogs
+(/usr/share/locale/<lang>/LC_MESSAGES/*.mo; English: their source strings). Each message
+that reads as prose (40+ characters, mostly of the language's script, no option tables)
+becomes a paragraph; consecutive paragraphs of one catalog make a document of ~1,200
+characters, so neighbouring documents are different texts on the same topic (one program's
+help). Nothing is copied anywhere: the catalogs are read where they are.
+
+For each language, the originals are checked and added to a fresh embedded index
+(``nearDupe.store.open_store`` in a temporary directory, the plugin's default header: k=3,
+confirm_k=22): an original matching another is a false match. Then each copy is looked up
+(``query``) and counts as found when its own original comes back, by fingerprint (distance
+within k, confirmed by the signature) or by sentences:
+
+* appended: a paragraph of another catalog added at the end;
+* cut: the last third cut off;
+* char: one letter near the middle changed;
+* edit: one letter changed in every sentence (a space ends one in Thai, Khmer, Myanmar).
+
+Usage: ``python benchmarks/languages_eval.py [--docs 20] [--locale-dir /usr/share/locale]``.
+Run it against another checkout with ``PYTHONPATH=that/checkout`` to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gettext
+import re
+import tempfile
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from nearDupe.analysis import Analysis, analyze_text
+from nearDupe.features import FeatureSettings
+from nearDupe.store import open_store
+from nearDupe.store.base import IndexHeader
+
+#: Language (gettext locale) -> the Unicode name prefix of its script's letters.
+LANGUAGES = {
+    "en": "LATIN",
+    "zh_CN": "CJK",
+    "ja": "",  # kana and kanji
+    "ko": "HANGUL",
+    "th": "THAI",
+    "km": "KHMER",
+    "my": "MYANMAR",
+    "hi": "DEVANAGARI",
+    "bn": "BENGALI",
+    "ta": "TAMIL",
+    "ar": "ARABIC",
+    "ru": "CYRILLIC",
+}
+COPIES = ("appended", "cut", "char", "edit")
+DOC_CHARS = 1200
+MIN_LENGTH = 200  # NEARDUPE_MIN_TEXT_LENGTH's default
+_OPTION_LINE = re.compile(r"^\s*(-|\[|<|%|\$|#)")
+#: Where `edit` sees a sentence end: a full stop, question or exclamation mark of any of the
+#: scripts, a line break, or a space in a script written without spaces between words.
+_SPACELESS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+_SENTENCE_END = re.compile(rf"(?<=[.。!?！？।॥။។])\s*|\n|(?<=[{_SPACELESS}])\s+(?=[{_SPACELESS}])")
+
+
+def _script(char: str) -> str:
+    name = unicodedata.name(char, "")
+    if name.startswith(("HIRAGANA", "KATAKANA")):
+        return "KANA"
+    return name.split(" ", 1)[0]
+
+
+def _in_script(text: str, script: str) -> float:
+    """The share of ``text``'s letters in ``script`` ('' : kana or CJK)."""
+    found = [c for c in text if c.isalpha()]
+    if not found:
+        return 0.0
+    wanted = ("KANA", "CJK") if script == "" else (script,)
+    return sum(_script(c) in wanted for c in found) / len(found)
+
+
+def _table_line(line: str) -> bool:
+    """A line of an option table or a format listing, not prose."""
+    return bool(_OPTION_LINE.match(line)) or "\t" in line or "  " in line.strip()
+
+
+def paragraphs(locale_dir: Path, language: str) -> Iterator[tuple[str, str]]:
+    """(catalog, paragraph) for each prose message of ``language``, catalog by catalog."""
+    script = LANGUAGES[language]
+    source = "ja" if language == "en" else language
+    seen: set[str] = set()  # texts and msgids: gtk2 and gtk3 share many messages
+    for path in sorted((locale_dir / source / "LC_MESSAGES").glob("*.mo")):
+        try:
+            with path.open("rb") as handle:
+                catalog = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+        except (OSError, gettext.error):
+            continue
+        for msgid, msgstr in catalog.items():
+            if not isinstance(msgid, str) or not msgid or not isinstance(msgstr, str):
+                continue
+            text = msgid if language == "en" else msgstr
+            lines = text.splitlines()
+            if any(
+                _OPTION_LINE.match(line) or "\t" in line or "  " in line.strip() for line in lines
+            ):
+                continue
+            text = " ".join(line.strip() for line in lines if line.strip())
+            if len(text) < 40 or text in seen or msgid in seen or text.count("%") > 1:
+                continue
+            if _in_script(text, script) < (0.9 if language == "en" else 0.6):
+                continue
+            if language == "ja" and _in_script(text, "KANA") < 0.2:
+                continue
+            seen.update((text, msgid))
+            yield path.stem, text
+
+
+def documents(locale_dir: Path, language: str, count: int) -> tuple[list[str], list[str]]:
+    """``count`` documents of consecutive paragraphs of one catalog, and the paragraphs left
+    (the appended ones)."""
+    docs: list[str] = []
+    spare: list[str] = []
+    current: list[str] = []
+    catalog = ""
+    for name, text in paragraphs(locale_dir, language):
+        if len(docs) >= count:
+            spare.append(text)
+            continue
+        if name != catalog:
+            current, catalog = [], name
+        current.append(text)
+        if sum(len(p) for p in current) >= DOC_CHARS:
+            docs.append("\n".join(current))
+            current = []
+    return docs, spare
+
+
+def _letter_positions(text: str) -> list[int]:
+    return [i for i, c in enumerate(text) if c.isalpha()]
+
+
+def _change(text: str, at: int) -> str:
+    """``text`` with the letter at or after ``at`` replaced by another letter of its script."""
+    positions = [i for i in _letter_positions(text) if i >= at] or _letter_positions(text)
+    i = positions[0]
+    script = _script(text[i])
+    for c in text[i + 1 :] + text[:i]:
+        if c.isalpha() and c != text[i] and _script(c) == script:
+            return text[:i] + c + text[i + 1 :]
+    return text[:i] + ("x" if text[i] != "x" else "y") + text[i + 1 :]
+
+
+def appended(text: str, extra: str) -> str:
+    return f"{text}\n{extra}"
+
+
+def cut(text: str) -> str:
+    end = 2 * len(text) // 3
+    space = max(text.rfind(" ", 0, end), text.rfind("\n", 0, end))
+    return text[: space if space > end - 40 else end].rstrip()
+
+
+def char(text: str) -> str:
+    return _change(text, len(text) // 2)
+
+
+def edit(text: str) -> str:
+    """One letter changed in the middle of each sentence (of 20+ letters: a shorter one is
+    joined to the next)."""
+    out: list[str] = []
+    pos = 0
+    for match in [*_SENTENCE_END.finditer(text), None]:
+        end = match.end() if match else len(text)
+        piece = text[pos:end]
+        if len(_letter_positions(piece)) >= 20 or match is None:
+            out.append(_change(piece, len(piece) // 2) if _letter_positions(piece) else piece)
+            pos = end
+    return "".join(out)
+
+
+@dataclass
+class Row:
+    language: str
+    docs: int  # documents copied
+    different: int  # documents checked for false matches
+    false_matches: int
+    found: dict[str, tuple[int, int]]  # copy -> (by fingerprint, by sentences only)
+    sentences: float  # mean sentences a document has
+
+
+async def evaluate(language: str, docs: list[str], spare: list[str], copied: int) -> Row:
+    """Check and add every document; look up the copies of the first ``copied``."""
+    features = FeatureSettings()
+    header = IndexHeader.for_settings("4-table", 3, features, confirm_k=22)
+    analyse: Callable[[str], Analysis] = lambda text: analyze_text(text, MIN_LENGTH, features)  # noqa: E731
+    originals = [analyse(d) for d in docs]
+    false_matches = 0
+    found = dict.fromkeys(COPIES, (0, 0))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(str(Path(tmp) / "index"), header)
+        try:
+            for i, a in enumerate(originals):
+                assert a.fingerprint is not None, (language, i, a.skip_reason)
+                match = await store.check_and_add(a.fingerprint, str(i), a.signature, a.sentences)
+                false_matches += match is not None
+            for i, doc in enumerate(docs[:copied]):
+                copies = {
+                    "appended": appended(doc, spare[-1 - i % len(spare)].split("\n")[-1]),
+                    "cut": cut(doc),
+                    "char": char(doc),
+                    "edit": edit(doc),
+                }
+                for name, copy in copies.items():
+                    a = analyse(copy)
+                    if a.fingerprint is None:
+                        continue
+                    matches = await store.query(a.fingerprint, None, a.signature, a.sentences)
+                    mine = [m for m in matches if m.key == str(i)]
+                    by_fp, by_sentences = found[name]
+                    if any(m.distance is not None for m in mine):
+                        by_fp += 1
+                    elif mine:
+                        by_sentences += 1
+                    found[name] = (by_fp, by_sentences)
+        finally:
+            await store.close()
+    mean_sentences = sum(len(a.sentences) for a in originals) / max(1, len(originals))
+    return Row(language, min(copied, len(docs)), len(docs), false_matches, found, mean_sentences)
+
+
+def table(rows: list[Row]) -> str:
+    head = "| language | sentences/doc | " + " | ".join(COPIES) + " | false matches |"
+    lines = [head, "|" + "---|" * (len(COPIES) + 3)]
+    for row in rows:
+        cells = [f"{fp + s}/{row.docs} ({fp}+{s})" for fp, s in (row.found[c] for c in COPIES)]
+        lines.append(
+            f"| {row.language} | {row.sentences:.1f} | "
+            + " | ".join(cells)
+            + f" | {row.false_matches}/{row.different} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--docs", type=int, default=20, help="documents copied")
+    parser.add_argument("--different", type=int, default=100, help="documents checked")
+    parser.add_argument("--locale-dir", type=Path, default=Path("/usr/share/locale"))
+    parser.add_argument("--languages", default=",".join(LANGUAGES))
+    args = parser.parse_args()
+    rows = []
+    for language in args.languages.split(","):
+        docs, spare = documents(args.locale_dir, language, max(args.docs, args.different))
+        if len(docs) < 2:
+            print(f"{language}: too little text in {args.locale_dir} ({len(docs)} documents)")
+            continue
+        spare = spare or docs[args.docs :]  # appended: a paragraph not in the first docs
+        rows.append(asyncio.run(evaluate(language, docs, spare, args.docs)))
+    print("copies found (by fingerprint + by sentences only); originals matching another")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
