@@ -142,6 +142,8 @@ def test_a_format_2_index_is_refused_then_migrated(tmp_path: Path) -> None:
         migrated = neardupe(tmp_path, "migrate-redis", index=redis.url)
         assert migrated.returncode == 0, migrated.stderr
         assert "3 pages" in migrated.stdout
+        # Format 2 kept the sentences of short pages only: b and c were stored without any.
+        assert "WARNING: 2 of them have no sentences" in migrated.stderr, migrated.stderr
 
         async def after() -> None:
             async with RedisStore.from_url(redis.url, PLUGIN_HEADER) as store:

@@ -93,7 +93,7 @@ def test_migrating_an_index_named_like_a_pattern_leaves_other_indexes_alone(
             await news.client.set(f"{old}:header", json.dumps(IndexHeader().to_dict()))
             await news.client.set(f"{old}:layout", json.dumps({"format": MIGRATED_FORMAT}))
             await news.client.set(f"{old}:count", 0)
-        assert await migrate(server.url, IndexHeader(), name="ne*") == 0
+        assert await migrate(server.url, IndexHeader(), name="ne*") == (0, 0)
         async with RedisStore.from_url(server.url, IndexHeader(), name="news") as news:
             assert sorted(await news.client.keys("*news*")) == before
             assert await news.count() == 1

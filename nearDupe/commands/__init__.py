@@ -189,13 +189,21 @@ class NearDupeCommand(ScrapyCommand):
 
         if not config.is_redis:
             raise UsageError("migrate-redis rebuilds a Redis index: NEARDUPE_INDEX=redis://...")
-        moved = asyncio.run(
+        moved, bare = asyncio.run(
             migrate(
                 config.index, config.header, name=config.index_name, cluster=config.redis_cluster
             )
         )
         print(f"{moved} pages of Redis index {config.index_name!r} at {config.public_index} "
               "rebuilt in the current layout")  # fmt: skip
+        if bare:
+            print(
+                f"WARNING: {bare} of them have no sentences (the earlier format kept them only "
+                "for pages under 500 letters): their copies found only by shared sentences (a "
+                "paragraph cut or added, a lead line, beyond k) are not caught. Re-crawl them "
+                "into a fresh index, or 'scrapy neardupe import' a feed holding their text.",
+                file=sys.stderr,
+            )
 
     def _import(self, config: Config, opts: argparse.Namespace, feed_name: str) -> None:
         from nearDupe.commands import importer

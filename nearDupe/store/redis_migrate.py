@@ -50,9 +50,10 @@ def _holders(sentence: int, value: bytes) -> list[tuple[int, str, int, int]]:
 
 async def migrate(
     url: str, header: IndexHeader, *, name: str, cluster: bool = False, **options: Any
-) -> int:
+) -> tuple[int, int]:
     """Rebuild the format-2 index ``name`` at ``url`` with ``header`` (the settings': its
-    design may differ, not its fingerprints); returns the pages moved."""
+    design may differ, not its fingerprints); returns the pages moved and how many of them
+    have no sentences (format 2 kept them only for short pages)."""
     make = redis_async.RedisCluster if cluster else redis_async.Redis
     client = make.from_url(url, **options)
     tag = "{" + name + "}"
@@ -107,4 +108,4 @@ async def migrate(
         )
     finally:
         await store.close()
-    return len(pages)
+    return len(pages), sum(1 for fp, key, _ in pages if not samples.get((fp, key)))
