@@ -38,9 +38,17 @@ PROBE_SENTENCES = 256
 SENTENCE_MIN_LETTERS = 8
 #: Seed of the sentence hashes (never equal to a page's exact hash by construction).
 _SENTENCE_SEED = 0x6E64_7365_6E74_656E
+#: Full stops of other scripts: Devanagari and Bengali dandas, Arabic question mark and
+#: semicolon, Urdu full stop, Ethiopic, Armenian, Myanmar and Khmer full stops.
+_SCRIPT_STOPS = "।॥؟؛۔።։။។"
 #: Sentence ends: CJK and Latin full stops, question and exclamation marks, semicolons, and
 #: line breaks (headlines, list items); a Latin full stop only before whitespace (not in 3.5).
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|\n|(?<=\.)\s")
+_SENTENCE_END = re.compile(rf"(?<=[。！？!?；;{_SCRIPT_STOPS}])|\n|(?<=\.)\s")
+#: Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer), where a space
+#: ends a sentence (or a clause): between two runs of the script, it splits a sentence.
+_SPACELESS = "\u0e00-\u0eff\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f\u1780-\u17ff\u19e0-\u19ff"
+_SPACELESS_CHAR = re.compile(f"[{_SPACELESS}]")
+_SPACELESS_BREAK = re.compile(f"(?<=[{_SPACELESS}])\\s+(?=[{_SPACELESS}])")
 
 
 #: Clause breaks inside a Chinese or Japanese sentence (commas, enumeration commas, colons).
@@ -56,7 +64,7 @@ CLAUSE_SENTENCE_LETTERS = 70
 #: A sentence ends with one of these (then perhaps closing quotes or brackets). A line
 #: without (a headline, a menu item, a caption) is not one: two listing pages sharing
 #: headlines are not copies.
-_FINAL = re.compile(r"[.。！？!?；;…][\"'”’»)）」』]*\s*$")
+_FINAL = re.compile(rf"[.。！？!?；;…{_SCRIPT_STOPS}][\"'”’»)）」』]*\s*$")
 
 
 def sentences(text: str) -> Sentences:
@@ -64,9 +72,7 @@ def sentences(text: str) -> Sentences:
     SENTENCE_MIN_LETTERS letters, those of CLAUSE_SENTENCE_LETTERS or more cut into their
     clauses (see _CLAUSE_END); at most PROBE_SENTENCES of them (the smallest hashes)."""
     found: dict[int, int] = {}
-    for part in _SENTENCE_END.split(text):
-        if not part or not _FINAL.search(part):
-            continue
+    for part in _parts(text):
         pieces = [normalize(piece) for piece in _CLAUSE_END.split(part)]
         norm = "".join(pieces)
         if len(norm) < SENTENCE_MIN_LETTERS:
@@ -76,6 +82,24 @@ def sentences(text: str) -> Sentences:
                 unit
             )
     return tuple(sorted(found.items())[:PROBE_SENTENCES])
+
+
+def _parts(text: str) -> list[str]:
+    """The sentences of ``text``: the parts between _SENTENCE_END that end as a sentence ends
+    (_FINAL); in a script without spaces between words (Thai...), where a line has no full
+    stop, the parts between spaces of a line long enough to be prose (CLAUSE_SENTENCE_LETTERS
+    letters: a headline or a menu item seldom is)."""
+    parts: list[str] = []
+    for part in _SENTENCE_END.split(text):
+        if not part:
+            continue
+        if _SPACELESS_CHAR.search(part) and (
+            _FINAL.search(part) or len(normalize(part)) >= CLAUSE_SENTENCE_LETTERS
+        ):
+            parts.extend(_SPACELESS_BREAK.split(part))
+        elif _FINAL.search(part):
+            parts.append(part)
+    return parts
 
 
 def _clauses(pieces: list[str]) -> list[str]:

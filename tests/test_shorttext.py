@@ -43,3 +43,29 @@ def test_short_sentences_and_latin_commas_stay_whole() -> None:
         "winter, will run every twenty minutes from June."
     )
     assert _letters(english) == [len(normalize(english))]
+
+
+def test_a_space_ends_a_thai_sentence_in_a_paragraph() -> None:
+    paragraph = " ".join(
+        [
+            "ลักษณะเป็นไม้ยืนต้นขนาดกลาง",
+            "สูงประมาณสิบเมตร",
+            "ใบเป็นใบเดี่ยวเรียงสลับกันตามกิ่ง",
+            "ผลมีขนาดเล็กรูปทรงกลมสีเขียว",
+            "ดอกออกเป็นช่อที่ปลายกิ่ง",
+        ]
+    )
+    assert len(sentences(paragraph)) == 5
+    # A copy missing its last part keeps the sentences before the cut.
+    cut = paragraph.rsplit(" ", 1)[0]
+    assert len(set(sentences(cut)) & set(sentences(paragraph))) == 4
+
+
+def test_a_short_thai_line_without_a_stop_is_no_sentence() -> None:
+    # A headline or a menu item (under CLAUSE_SENTENCE_LETTERS letters) is not prose.
+    assert sentences("ข่าวด่วน วันนี้ที่กรุงเทพ") == ()
+
+
+def test_dandas_and_other_script_stops_end_sentences() -> None:
+    text = "यह पहला वाक्य है। यह दूसरा वाक्य है। শেষ বাক্যটি এখানে।"
+    assert len(sentences(text)) == 3
