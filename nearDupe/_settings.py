@@ -14,6 +14,7 @@ from scrapy.utils.project import data_path
 from nearDupe.designs import Design, known_designs
 from nearDupe.errors import SettingsError
 from nearDupe.features import FeatureSettings
+from nearDupe.mirrors import MirrorRule
 from nearDupe.store import is_redis_url, public_location
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
@@ -52,6 +53,11 @@ DEFAULTS: dict[str, Any] = {
     # Start a crawl whose index does not answer (items kept unchecked, recorded once it does)
     # instead of refusing to start it.
     "NEARDUPE_START_WITHOUT_INDEX": False,
+    # Skip hosts whose first decided pages are nearly all copies of one other host's pages
+    # (nearDupe/mirrors.py): MIRROR_SHARE of their first MIRROR_PAGES pages.
+    "NEARDUPE_SKIP_MIRRORS": False,
+    "NEARDUPE_MIRROR_SHARE": 0.9,
+    "NEARDUPE_MIRROR_PAGES": 20,
 }
 
 _PREFIX = "NEARDUPE_"
@@ -84,6 +90,9 @@ class Config:
     redis_pages: int = 0
     start_without_index: bool = False
     text_item_field: str | None = None
+    skip_mirrors: bool = False
+    mirror_share: float = 0.9
+    mirror_pages: int = 20
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -127,6 +136,9 @@ class Config:
             redis_pages=read.whole("NEARDUPE_REDIS_PAGES", 0, 10**12),
             start_without_index=read.boolean("NEARDUPE_START_WITHOUT_INDEX"),
             text_item_field=read.text("NEARDUPE_TEXT_ITEM_FIELD"),
+            skip_mirrors=read.boolean("NEARDUPE_SKIP_MIRRORS"),
+            mirror_share=read.number("NEARDUPE_MIRROR_SHARE", 0.0, 1.0, open_low=True),
+            mirror_pages=read.whole("NEARDUPE_MIRROR_PAGES", 1, 10**6),
         )
 
     @property
@@ -146,6 +158,11 @@ class Config:
                 "must_answer": not self.start_without_index,
             }
         return {"commit_interval": self.commit_interval}
+
+    @property
+    def mirror_rule(self) -> MirrorRule:
+        """When a host is a mirror (NEARDUPE_MIRROR_SHARE of its first NEARDUPE_MIRROR_PAGES)."""
+        return MirrorRule(self.mirror_share, self.mirror_pages)
 
     @property
     def public_index(self) -> str:

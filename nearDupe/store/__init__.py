@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from nearDupe.mirrors import MirrorRule
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
-from nearDupe.store.base import IndexHeader, Match
+from nearDupe.store.base import IndexHeader, Match, storable_key
 from nearDupe.store.droplog import Drop
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ class Store(Protocol):
 
     async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
         """Count the lines of a decided page of ``host`` (its identity: its title)."""
+
+    async def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> None:
+        """Count a decided page of ``host`` (``copy_of``: the other host whose page it copies)
+        for the mirror rule, atomically; the verdict is kept for every crawler."""
+
+    async def mirror_of(self, host: str) -> str | None:
+        """The host that ``host`` mirrors (nearDupe/mirrors.py), or None."""
 
     async def log_drop(self, drop: Drop) -> None:
         """Remember a drop for the inspect commands (the last DROP_LOG_LIMIT are kept)."""
@@ -127,6 +135,14 @@ class EmbeddedStore:
     async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
         """See :class:`Store`."""
         await self._run(self.index.sites.learn, host, identity, lines)
+
+    async def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> None:
+        """See :class:`Store`."""
+        await self._run(self.index.sites.record_host, host, copy_of, rule)
+
+    async def mirror_of(self, host: str) -> str | None:
+        """See :class:`Store` (a dict read: never waits for the index's thread)."""
+        return self.index.sites.mirrors.get(storable_key(host))
 
     async def log_drop(self, drop: Drop) -> None:
         """See :class:`Store`."""

@@ -9,6 +9,7 @@ Key layout (format 4; ``name`` defaults to ``neardupe``)::
                                    slots spread over the nodes (redis_layout.COPIES)
     {name}:count           STRING  INCR counter: pages stored
     {name}:drops           LIST    the last DROP_LOG_LIMIT drops
+    {name}:hosts           HASH    hosts counted for the mirror rule (redis_sites.py)
     name:{f<t>.<prefix>}   STRING  bucket of table t for the leading ``bucket_bits[t]`` bits of
                                    the fingerprint permuted by table t (hex): per fingerprint,
                                    its permuted bits below the prefix (6 bytes at 16 or 20 bits)
@@ -116,6 +117,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nearDupe.mirrors import MirrorRule
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import droplog
@@ -345,6 +347,14 @@ class RedisStore(RedisBulkIndex):
     async def learn_site(self, host: str, identity: int, lines: Sequence[int]) -> None:
         """See :class:`~nearDupe.store.Store` (learning twice is learning once: retried)."""
         await self._retrying("learn_site", lambda _r: self.sites.learn(host, identity, lines))
+
+    async def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> None:
+        """See :class:`~nearDupe.store.Store` (a page is counted once: not retried)."""
+        await self.sites.record_host(host, copy_of, rule)
+
+    async def mirror_of(self, host: str) -> str | None:
+        """See :class:`~nearDupe.store.Store` (not retried: a request waits for no outage)."""
+        return await self.sites.mirror_of(host)
 
     async def log_drop(self, drop: droplog.Drop) -> None:
         """Remember a drop in a list capped at DROP_LOG_LIMIT (newest first)."""

@@ -4,6 +4,12 @@ Key ``<name>:site:{<xxh3 of the host>}``: the site's own hash tag, so on a Redis
 sites spread over the slots; each update is one script on one key. Field: the 8-byte line
 hash; value: the 4-byte identities of up to LINE_TITLES pages that had it. Every crawler
 learns into the same hash and reads it back at most every REFRESH seconds per site.
+
+Hosts counted for the mirror rule (nearDupe/mirrors.py) share one hash per index,
+``{<name>}:hosts`` (the index's own hash tag, as its counter and drop log), each page counted
+by one script: fields ``n:<host>`` (its first decided pages, up to the rule's pages),
+``c:<host>\0<other>`` (how many of them copied ``other``: at most the rule's pages fields a
+host) and ``m:<host>`` (the host it mirrors, once decided).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 from xxhash import xxh3_64_hexdigest
 
+from nearDupe.mirrors import MirrorRule
 from nearDupe.sitetemplate import LINE_TITLES, SITE_LINES, SiteTemplate
 from nearDupe.store.sites import CACHED_SITES, learned
 
@@ -60,6 +67,23 @@ return 1
 """
 
 
+#: KEYS: the index's hosts hash. ARGV: the host, the host its page copies ("" if none), the
+#: rule's pages and the copies of one host that make a mirror. Returns the verdict (or nil).
+LUA_RECORD_HOST = """
+local key, host, other = KEYS[1], ARGV[1], ARGV[2]
+local pages, needed = tonumber(ARGV[3]), tonumber(ARGV[4])
+local mirror = redis.call('HGET', key, 'm:' .. host)
+if mirror then return mirror end
+if tonumber(redis.call('HGET', key, 'n:' .. host) or '0') >= pages then return false end
+redis.call('HINCRBY', key, 'n:' .. host, 1)
+if other ~= '' and redis.call('HINCRBY', key, 'c:' .. host .. '\0' .. other, 1) >= needed then
+  redis.call('HSET', key, 'm:' .. host, other)
+  return other
+end
+return false
+"""
+
+
 def _titles(value: bytes) -> tuple[int, ...]:
     return tuple(int.from_bytes(value[i : i + 4], "big") for i in range(0, len(value) - 3, 4))
 
@@ -72,6 +96,11 @@ class RedisSites:
         self.name = name
         self._learn = client.register_script(LUA_LEARN)
         self._cache: OrderedDict[str, tuple[float, dict[int, tuple[int, ...]]]] = OrderedDict()
+        self._record_host = client.register_script(LUA_RECORD_HOST)
+        self.hosts_key = "{" + name + "}:hosts"
+        #: Host -> (when read, the host it mirrors): a verdict is final, None is read again
+        #: after REFRESH seconds.
+        self._mirrors: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
 
     def key(self, host: str) -> str:
         """The Redis key of a site."""
@@ -110,3 +139,40 @@ class RedisSites:
         cached = self._cache.get(host)
         if cached is not None:
             self._cache[host] = (cached[0], learned(dict(cached[1]), identity, lines))
+
+    async def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> None:
+        """Count a decided page of ``host`` in the index's hosts hash (one script)."""
+        if not host:
+            return
+        args = [
+            host.encode("utf-8", "surrogatepass"),
+            (copy_of or "").encode("utf-8", "surrogatepass"),
+        ]
+        verdict = await self._record_host([self.hosts_key], [*args, rule.pages, rule.needed])
+        if verdict:
+            self._remember(host, verdict.decode("utf-8", "surrogatepass"))
+
+    async def mirror_of(self, host: str) -> str | None:
+        """The host ``host`` mirrors (a verdict is read once, a None at most every REFRESH s)."""
+        known = self._mirrors.get(host)
+        if known is not None and (known[1] is not None or time.monotonic() - known[0] < REFRESH):
+            return known[1]
+        raw = await self.client.hget(self.hosts_key, b"m:" + host.encode("utf-8", "surrogatepass"))
+        verdict = raw.decode("utf-8", "surrogatepass") if raw is not None else None
+        self._remember(host, verdict)
+        return verdict
+
+    def _remember(self, host: str, verdict: str | None) -> None:
+        self._mirrors[host] = (time.monotonic(), verdict)
+        self._mirrors.move_to_end(host)
+        while len(self._mirrors) > CACHED_SITES:
+            self._mirrors.popitem(last=False)
+
+    async def mirrors(self) -> dict[str, str]:
+        """Every mirror host of the index -> the host it mirrors."""
+        found = {}
+        async for field, value in self.client.hscan_iter(self.hosts_key, match=b"m:*"):
+            found[field[2:].decode("utf-8", "surrogatepass")] = value.decode(
+                "utf-8", "surrogatepass"
+            )
+        return found

@@ -5,15 +5,20 @@ most SITE_LINES lines: past that, lines seen on one page only go first (the olde
 of them in Redis), so a site costs at most SITE_LINES x 16 B on disk (a crawl of 10^5 sites:
 at most 0.4 GiB, far less when sites are small) and the embedded index keeps at most
 CACHED_SITES of them in memory.
+
+Per host, too, a row counting its first decided pages for the mirror rule (nearDupe/mirrors.py):
+how many, how many copied each other host (emptied once decided), and the host it mirrors.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import struct
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from nearDupe.mirrors import HostCount, MirrorRule, counted
 from nearDupe.sitetemplate import LINE_TITLES, SITE_LINES, SiteTemplate
 from nearDupe.store.base import storable_key
 
@@ -66,6 +71,15 @@ def unpack(blob: bytes) -> dict[int, tuple[int, ...]]:
     return {line: tuple(t for t in titles if t) for line, *titles in _LINE.iter_unpack(blob)}
 
 
+def read_mirrors(db: sqlite3.Connection) -> dict[str, str]:
+    """Mirror host -> the host it mirrors, as stored in an embedded index's database."""
+    try:
+        rows = db.execute("SELECT host, mirror_of FROM hosts WHERE mirror_of IS NOT NULL")
+        return dict(rows.fetchall())
+    except sqlite3.OperationalError:  # an index written before hosts were counted
+        return {}
+
+
 def read_site(db: sqlite3.Connection, host: str) -> dict[int, tuple[int, ...]]:
     """A site's lines as stored in an embedded index's database (empty if it has none)."""
     row = db.execute("SELECT lines FROM sites WHERE host = ?", (storable_key(host),)).fetchone()
@@ -80,6 +94,13 @@ class SqliteSites:
         db.execute("CREATE TABLE IF NOT EXISTS sites (host TEXT PRIMARY KEY, lines BLOB NOT NULL)")
         self._cache: OrderedDict[str, dict[int, tuple[int, ...]]] = OrderedDict()
         self._dirty: set[str] = set()
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, pages INTEGER NOT NULL,"
+            " copies TEXT NOT NULL, mirror_of TEXT)"
+        )
+        #: Mirror host -> the host it mirrors (every one: they are few).
+        self.mirrors = read_mirrors(db)
+        self._hosts: dict[str, HostCount] = {}  # hosts counted since the last write
 
     def _book(self, host: str) -> dict[int, tuple[int, ...]]:
         book = self._cache.get(host)
@@ -111,7 +132,32 @@ class SqliteSites:
         )
         self._dirty.discard(host)
 
+    def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> str | None:
+        """Count a decided page of ``host`` (durable at the next :meth:`write`); its verdict."""
+        if not host:
+            return None
+        host = storable_key(host)
+        count = self._hosts.get(host) or self._read_host(host)
+        if not count.decided(rule):
+            count = counted(count, storable_key(copy_of) if copy_of else None, rule)
+            self._hosts[host] = count
+            if count.mirror_of is not None:
+                self.mirrors[host] = count.mirror_of
+        return count.mirror_of
+
+    def _read_host(self, host: str) -> HostCount:
+        row = self._db.execute(
+            "SELECT pages, copies, mirror_of FROM hosts WHERE host = ?", (host,)
+        ).fetchone()
+        return HostCount(row[0], json.loads(row[1]), row[2]) if row else HostCount()
+
     def write(self) -> None:
-        """Write the sites learned from since the last write (inside the caller's commit)."""
+        """Write the sites learned from and hosts counted since the last write (inside the
+        caller's commit)."""
         for host in list(self._dirty):
             self._write(host)
+        self._db.executemany(
+            "INSERT OR REPLACE INTO hosts (host, pages, copies, mirror_of) VALUES (?, ?, ?, ?)",
+            [(h, c.pages, json.dumps(c.copies), c.mirror_of) for h, c in self._hosts.items()],
+        )
+        self._hosts.clear()

@@ -1,0 +1,106 @@
+"""The mirror rule (nearDupe/mirrors.py), and both backends counting hosts as it does."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from scrapy.settings import Settings
+
+from nearDupe._settings import Config
+from nearDupe.errors import SettingsError
+from nearDupe.mirrors import HostCount, MirrorRule, copied_host, counted
+from nearDupe.store import EmbeddedStore
+from nearDupe.store.sites import read_mirrors
+from tests.test_store_contract import Backend, backend, redis_for_contract, run
+
+__all__ = ["backend", "redis_for_contract"]  # fixtures the contract test below uses
+
+
+DEFAULT = MirrorRule()
+
+
+def verdict(pages: list[str | None], rule: MirrorRule = DEFAULT) -> str | None:
+    """The host a host mirrors after decided pages copying ``pages`` (None: its own page)."""
+    count = HostCount()
+    for copy_of in pages:
+        count = counted(count, copy_of, rule)
+    return count.mirror_of
+
+
+def test_a_host_copying_nine_tenths_of_its_first_pages_is_a_mirror() -> None:
+    """18 of the first 20 copies of one host make a mirror, decided at the 18th."""
+    assert MirrorRule().needed == 18
+    assert verdict(["a.example"] * 18) == "a.example"
+    assert verdict([None, None] + ["a.example"] * 18) == "a.example"
+    assert verdict([None] + ["a.example"] * 17) is None  # 2 more may still make it one
+
+
+def test_own_pages_or_copies_of_several_hosts_make_no_mirror() -> None:
+    """A partner republishing a third of its stories, a host copying two hosts alike, a host
+    with 3 own pages among its first 20: none is a mirror, and later copies do not count."""
+    partner = ([None, None, "a.example"] * 7)[:20]
+    assert verdict(partner + ["a.example"] * 40) is None
+    assert verdict(["a.example", "b.example"] * 20) is None
+    assert verdict([None] * 3 + ["a.example"] * 17 + ["a.example"] * 40) is None
+    assert verdict(["a.example"] * 9, MirrorRule(0.9, 10)) == "a.example"
+    assert verdict(["a.example"] * 8, MirrorRule(0.9, 10)) is None
+
+
+def test_a_copy_on_its_own_host_is_no_copy_of_another() -> None:
+    """Only a drop naming another host's page counts as a copy."""
+    assert copied_host("b.example", "http://www.a.example/x") == "a.example"
+    assert copied_host("a.example", "https://a.example/y") is None
+    assert copied_host("a.example", None) is None
+
+
+def test_settings_are_checked() -> None:
+    """Defaults, and a share or a page count out of range refused."""
+    config = Config.from_settings(Settings())
+    assert (config.skip_mirrors, config.mirror_rule) == (False, MirrorRule(0.9, 20))
+    for name, value in [("NEARDUPE_MIRROR_SHARE", 0), ("NEARDUPE_MIRROR_PAGES", 0)]:
+        with pytest.raises(SettingsError, match=name):
+            Config.from_settings(Settings({name: value}))
+
+
+def test_hosts_are_counted_as_the_python_rule(backend: Backend) -> None:
+    """Random decided pages of several hosts, counted by two stores of one index at once (two
+    crawlers): each backend's verdicts are the rule's, seen by both and by a reopened store."""
+    rng = random.Random(5)
+    rule = MirrorRule(0.9, 10)
+    plans: dict[str, list[str | None]] = {
+        "mirror.example": ["orig.example"] * 12,
+        "late.example": [None] + ["orig.example"] * 9,  # 9 of 10: a mirror
+        "partner.example": [rng.choice([None, None, "orig.example"]) for _ in range(30)],
+        "odd\udc80.example": ["orig.example"] * 9 + [None],
+        "orig.example": [None] * 30,
+    }
+    pages = [(host, copy_of) for host, plan in plans.items() for copy_of in plan]
+    rng.shuffle(pages)
+
+    async def body() -> None:
+        first, second = backend.open(), backend.open() if backend.kind == "redis" else None
+        for n, (host, copy_of) in enumerate(pages):
+            store = second if second is not None and n % 2 else first
+            await store.record_host(host, copy_of, rule)
+        expected = {host: verdict(plan, rule) for host, plan in plans.items()}
+        assert expected["mirror.example"] == expected["odd\udc80.example"] == "orig.example"
+        for store in (first, second):
+            if store is not None:
+                assert {h: await store.mirror_of(h) for h in plans} == expected
+        if isinstance(first, EmbeddedStore):
+            first.index.commit()
+            listed = read_mirrors(first.index._db)
+        else:
+            listed = await first.sites.mirrors()  # type: ignore[attr-defined]
+        assert listed["mirror.example"] == "orig.example"
+        assert len(listed) == len([v for v in expected.values() if v]) == 3
+        for store in (first, second):
+            if store is not None:
+                await store.close()
+        reopened = backend.open()
+        assert await reopened.mirror_of("mirror.example") == "orig.example"
+        assert await reopened.mirror_of("partner.example") is None
+        await reopened.close()
+
+    run(body)
