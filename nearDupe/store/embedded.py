@@ -7,6 +7,9 @@ Layout of the index directory:
                   snapshot info);
                   SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
                   loses at most the pages added since the last commit (``commit_interval``).
+                  The commits run in a thread of the index, on a connection of their own,
+                  every ``commit_interval`` seconds: a check never waits for one (with
+                  ``commit_interval=0`` every page is committed before its check returns).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
                   close; if missing, stale or unreadable the tables are rebuilt from SQLite.
   sample.npz      the sentence sample index of the first ``sample_rows`` pages, likewise.
@@ -24,11 +27,14 @@ import contextlib
 import logging
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections import ChainMap
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any, TypeVar
 
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
@@ -45,10 +51,12 @@ from nearDupe.store.base import (
 )
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
-from nearDupe.store.embedded_unsaved import UnsavedPages
+from nearDupe.store.embedded_unsaved import UnsavedPages, UnsavedSites
 from nearDupe.store.sites import SqliteSites
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 __all__ = ["EmbeddedIndex", "committed_holders", "to_signed", "to_unsigned"]
 
@@ -70,6 +78,12 @@ class EmbeddedIndex:
         self.sentence_share = self.header.sentence_share
         self.commit_interval = commit_interval
         self._lock_file = embedded_files.lock(self.path)
+        #: Held by every call that reads or changes what is in memory, and by a commit only to
+        #: take the batch it writes (re-entrant: a commit with commit_interval=0 runs inside).
+        self._lock = threading.RLock()
+        #: One commit at a time; held while it writes.
+        self._commit_lock = threading.Lock()
+        self._writer: sqlite3.Connection | None = None
         try:
             self._db = embedded_sqlite.connect(self.path)
             embedded_sqlite.check_header(self._db, self.path, self.header)
@@ -79,16 +93,24 @@ class EmbeddedIndex:
                 self._db, self.path, Design.named(self.header.design)
             )
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
-            self.sites = SqliteSites(self._db)
+            self._unsaved_sites = UnsavedSites(self._db)
+            self.sites = _LockedSites(self._unsaved_sites, self._lock)
             #: The sentences every page is recorded under (base.recorded), by page id.
             self.sample = embedded_sample.load(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+            self._writer = embedded_sqlite.connect_writer(self.path)
         except BaseException:
+            with contextlib.suppress(Exception):
+                self._db.close()
             self._unlock()
             raise
         self._last_commit = time.monotonic()
         self._unsaved = UnsavedPages()
+        #: The batch a commit is writing: still found by queries until it is committed.
+        self._committing = UnsavedPages()
         self._next_id = last + 1
+        self._stop = threading.Event()
+        self._committer: threading.Thread | None = None
 
     def _unlock(self) -> None:
         self._lock_file.close()
@@ -97,7 +119,8 @@ class EmbeddedIndex:
 
     def log_drop(self, drop: droplog.Drop) -> None:
         """Remember a drop (durable at the next commit; the last DROP_LOG_LIMIT are kept)."""
-        self._unsaved.drops.append(replace(drop, url=storable_key(drop.url)))
+        with self._lock:
+            self._unsaved.drops.append(replace(drop, url=storable_key(drop.url)))
         self._commit_if_due()
 
     def __len__(self) -> int:
@@ -115,24 +138,28 @@ class EmbeddedIndex:
 
         With a ``signature``, only pages it confirms (see :func:`~nearDupe.store.base.confirmed`).
         """
-        found = list(self._confirmed(fp, self.k if k is None else k, signature))
-        if sentences:
-            found += sentence_matches(sentences, self._holders(sentences), self.sentence_share)
-        return found
+        with self._lock:
+            found = list(self._confirmed(fp, self.k if k is None else k, signature))
+            if sentences:
+                holders = self._holders(sentences)
+                found += sentence_matches(sentences, holders, self.sentence_share)
+            return found
 
     def check_and_add(
         self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
     ) -> Match | None:
         """The nearest stored page within k that ``signature`` confirms, else the page sharing
         the most of ``sentences``; or None after recording the page as new."""
-        match = next(self._confirmed(fp, self.k, signature), None)
-        if match is None:
-            holders = self._holders(sentences) if sentences else []
-            found = sentence_matches(sentences, holders, self.sentence_share) if holders else []
-            if not found:
-                self._add(fp, key, signature, sentences, holders)
-                return None
-            match = found[0]
+        with self._lock:
+            match = next(self._confirmed(fp, self.k, signature), None)
+            if match is None:
+                holders = self._holders(sentences) if sentences else []
+                share = self.sentence_share
+                found = sentence_matches(sentences, holders, share) if holders else []
+                if not found:
+                    self._add(fp, key, signature, sentences, holders)
+                else:
+                    match = found[0]
         self._commit_if_due()
         return match
 
@@ -148,7 +175,10 @@ class EmbeddedIndex:
         self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
     ) -> None:
         """Record a page unconditionally (durable at the next commit)."""
-        self._add(fp, key, signature, sentences, self._holders(sentences) if sentences else [])
+        with self._lock:
+            holders = self._holders(sentences) if sentences else []
+            self._add(fp, key, signature, sentences, holders)
+        self._commit_if_due()
 
     def _add(
         self,
@@ -163,37 +193,62 @@ class EmbeddedIndex:
         page_id, self._next_id = self._next_id, self._next_id + 1
         hashes = self._unsaved.add(page_id, fp, key, signature, sentences, holders)
         self.sample.add(page_id, hashes)
-        self._commit_if_due()
 
     def _holders(self, sentences: Sentences) -> list[Holder]:
         """The stored pages recorded under one of ``sentences``, oldest first."""
-        return committed_holders(
-            self._db, self.sample, looked_up(sentences), self._unsaved.samples
-        )
+        unsaved = ChainMap(self._unsaved.samples, self._committing.samples)
+        return committed_holders(self._db, self.sample, looked_up(sentences), unsaved)
 
     def _commit_if_due(self) -> None:
+        """With commit_interval=0, commit now; else make sure the committer thread runs (called
+        without the lock held: a commit takes it)."""
+        if self.commit_interval > 0:
+            if self._committer is None and self._unsaved:
+                with self._lock:
+                    if self._committer is None:
+                        self._committer = threading.Thread(
+                            target=self._commit_every_interval, name="neardupe-commit", daemon=True
+                        )
+                        self._committer.start()
+            return
         # Also called when nothing is added, so a page kept before a run of duplicates does not
         # wait for the next new page to become durable.
-        if self._unsaved.pages and time.monotonic() - self._last_commit >= self.commit_interval:
-            try:
-                self.commit()
-            except sqlite3.Error as exc:
-                # The pages stay in memory (copies are still caught) and are written by the
-                # next commit that succeeds: a full disk must not stop the crawl's decisions.
-                self._last_commit = time.monotonic()
-                logger.warning(
-                    "nearDupe: cannot write index %s (%s); %d pages kept in memory until it can",
-                    self.path,
-                    exc,
-                    len(self._unsaved.pages),
-                )
+        if self._unsaved.pages:
+            self._try_commit()
+
+    def _commit_every_interval(self) -> None:
+        """The committer thread: a commit every commit_interval, until the index is closed."""
+        while not self._stop.wait(self.commit_interval):
+            if self._lock_file.closed:  # let go without a close (tests that mimic a crash)
+                return
+            if self._unsaved.pages:
+                self._try_commit()
+
+    def _try_commit(self) -> None:
+        try:
+            self.commit()
+        except sqlite3.Error as exc:
+            # The pages stay in memory (copies are still caught) and are written by the next
+            # commit that succeeds: a full disk must not stop the crawl's decisions.
+            logger.warning(
+                "nearDupe: cannot write index %s (%s); %d pages kept in memory until it can",
+                self.path,
+                exc,
+                len(self._unsaved.pages),
+            )
 
     def _rows(self, fp: int) -> list[tuple[str, int | None]]:
         """(key, signature) of every page stored with exactly this fingerprint, oldest first."""
         signed = to_signed(fp)
+        # The batch being committed first: once committed, its pages are also read below (a
+        # page read twice is harmless here).
+        committing = self._committing.by_fp.get(signed, [])
         rows = self._db.execute("SELECT key, sig FROM pages WHERE fp = ? ORDER BY id", (signed,))
         unsaved = self._unsaved.by_fp.get(signed, [])
-        return [(key, None if sig is None else to_unsigned(sig)) for key, sig in [*rows, *unsaved]]
+        return [
+            (key, None if sig is None else to_unsigned(sig))
+            for key, sig in [*rows, *committing, *unsaved]
+        ]
 
     def _confirmed_key(self, fp: int, signature: int | None, distance: int) -> str | None:
         """The first key stored with ``fp`` (at ``distance``) whose signature confirms the
@@ -205,8 +260,9 @@ class EmbeddedIndex:
 
     def pages(self) -> Iterator[tuple[int, str, float]]:
         """Every stored page as (fingerprint, key, time added), oldest first."""
-        rows = self._db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
-        unsaved = [(fp, key, added) for _, fp, key, added, *_ in self._unsaved.pages]
+        with self._commit_lock, self._lock:  # no batch half way to the disk
+            rows = self._db.execute("SELECT fp, key, added FROM pages ORDER BY id").fetchall()
+            unsaved = [(fp, key, added) for _, fp, key, added, *_ in self._unsaved.pages]
         for fp, key, added in rows + unsaved:
             yield to_unsigned(fp), key, added
 
@@ -216,17 +272,36 @@ class EmbeddedIndex:
         If the disk is full (or the write fails otherwise) the error is raised and the pages
         stay in memory, still found by queries, to be written by the next commit; commits due
         after an add only log it.
+
+        The index's lock is held only to take the batch: checks go on while it is written.
         """
-        try:
-            self._unsaved.write(self._db)
-            self.sites.write()
-            self._db.commit()
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.rollback()
-            raise
-        self._unsaved.clear()
-        self._last_commit = time.monotonic()
+        db = self._writer
+        if db is None:
+            raise sqlite3.ProgrammingError("the index is closed")
+        with self._commit_lock:
+            with self._lock:
+                self.sites.write()
+                batch, self._unsaved = self._unsaved, UnsavedPages()
+                self._committing = batch
+                sites = self._unsaved_sites.take()
+            try:
+                batch.write(db)
+                for sql, params in sites:
+                    db.execute(sql, params)
+                db.commit()
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    db.rollback()
+                with self._lock:
+                    batch.extend(self._unsaved)
+                    self._unsaved, self._committing = batch, UnsavedPages()
+                    self._unsaved_sites.done(committed=False)
+                    self._last_commit = time.monotonic()
+                raise
+            with self._lock:
+                self._committing = UnsavedPages()
+                self._unsaved_sites.done(committed=True)
+                self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
         """Write the sorted tables and sentence sample so the next open skips rebuilding them."""
@@ -238,6 +313,9 @@ class EmbeddedIndex:
         """Commit, save the snapshot and release the lock."""
         if self._lock_file.closed:
             return
+        self._stop.set()
+        if self._committer is not None and self._committer is not threading.current_thread():
+            self._committer.join()
         try:
             self.save_snapshot()
         except (sqlite3.Error, OSError) as exc:
@@ -248,6 +326,10 @@ class EmbeddedIndex:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
+            if self._writer is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._writer.close()
+                self._writer = None
             self._unlock()
 
     def __enter__(self) -> EmbeddedIndex:
@@ -260,6 +342,30 @@ class EmbeddedIndex:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _LockedSites(SqliteSites):
+    """The index's sites, read and counted under its lock (a commit writes them from its
+    thread), their writes held until that commit (:class:`UnsavedSites`)."""
+
+    def __init__(self, db: UnsavedSites, lock: threading.RLock) -> None:
+        super().__init__(db)  # type: ignore[arg-type]
+        for name in _SITE_CALLS:
+            method = getattr(self, name, None)
+            if method is not None:
+                setattr(self, name, _guarded(method, lock))
+
+
+#: The calls of the sites the store makes (from its thread, while a commit may write them).
+_SITE_CALLS = ("template", "learn", "record_host")
+
+
+def _guarded(method: Callable[..., T], lock: threading.RLock) -> Callable[..., T]:
+    def call(*args: Any, **kwargs: Any) -> T:
+        with lock:
+            return method(*args, **kwargs)
+
+    return call
 
 
 def _distinct(matches: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -61,6 +61,18 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def connect_writer(path: Path) -> sqlite3.Connection:
+    """A second connection to the index's SQLite file (opened by :func:`connect`), for the
+    commits: they write the WAL, and checkpoint it, while the first one goes on reading."""
+    db = sqlite3.connect(path / DB, isolation_level="DEFERRED", check_same_thread=False)
+    try:
+        db.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
 def meta(db: sqlite3.Connection, name: str) -> str | None:
     """The value stored under ``name`` in the meta table, if any."""
     row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
