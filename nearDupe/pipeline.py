@@ -19,6 +19,7 @@ from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
 from nearDupe.logstats import counts_line, plural
+from nearDupe.mirrors import copied_host
 from nearDupe.refusal import refuse
 from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
@@ -309,7 +310,23 @@ class NearDupePipeline:
             or (decision.decision == "kept" and decision.reason is None)
         ):
             await self._learn(url, analysis)
+        if made and self.config.skip_mirrors:
+            await self._record_host(decision)
         return decision
+
+    async def _record_host(self, decision: Decision) -> None:
+        """Count a page the index decided (kept, or dropped as a copy) for its host's mirror
+        rule (nearDupe/mirrors.py)."""
+        if self.store is None or decision.reason not in (None, "shared-sentences"):
+            return
+        host = site_of(decision.url)
+        try:
+            await self.store.record_host(
+                host, copied_host(host, decision.duplicate_of), self.config.mirror_rule
+            )
+        except Exception as exc:  # an aid: the page's decision stands
+            self.stats.inc_value("neardupe/site_errors")
+            logger.debug("nearDupe: the host of %s was not counted: %s", decision.url, exc)
 
     async def _once(
         self, page: tuple[str, int, int], decide: Callable[[], Awaitable[Decision]]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import sqlite3
 from collections import Counter
 from typing import Any
 
-from nearDupe.commands._index import IndexView
+from nearDupe.commands._index import IndexView, _read_only, _redis_store
+from nearDupe.store.sites import read_mirrors
 
 
 def decision_counts(decisions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -38,6 +41,29 @@ def nearest_histogram(view: IndexView, radius: int) -> dict[str, int]:
     return histogram
 
 
+def index_mirrors(view: IndexView) -> dict[str, str]:
+    """Mirror host -> the host it mirrors, as the index learned (nearDupe/mirrors.py)."""
+    if view.path is None:
+        assert view.config is not None, "a Redis view keeps its settings"
+        config = view.config
+
+        async def read() -> dict[str, str]:
+            store = _redis_store(config)
+            try:
+                return await store.sites.mirrors()
+            finally:
+                await store.close()
+
+        return asyncio.run(read())
+    db = _read_only(view.path / "pages.sqlite3")
+    try:
+        return read_mirrors(db)
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
 def index_stats(
     view: IndexView, radius: int, decisions: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -54,6 +80,7 @@ def index_stats(
         "last_added": _when(max(view.added)) if view.added else None,
         "nearest_radius": radius,
         "nearest_distance": nearest_histogram(view, radius),
+        "mirrors": dict(sorted(index_mirrors(view).items())),
     }
     if decisions is not None:
         stats["report"] = decision_counts(decisions)
@@ -81,6 +108,11 @@ def format_stats(stats: dict[str, Any]) -> str:
     ]
     if stats["first_added"]:
         lines.append(f"added         {stats['first_added']} .. {stats['last_added']}")
+    mirrors = stats.get("mirrors") or {}
+    lines.append(
+        "mirrors       "
+        + (", ".join(f"{host} (of {of})" for host, of in mirrors.items()) or "none")
+    )
     lines += ["", f"nearest other stored page (within {stats['nearest_radius']} bits):"]
     lines += histogram_lines(stats["nearest_distance"], "pages")
     report = stats.get("report")
