@@ -90,7 +90,7 @@ class MirrorSkipMiddleware:
 
         state = CrawlState.of(crawler)
         if not state.config.skip_mirrors:
-            raise NotConfigured("NEARDUPE_SKIP_MIRRORS is off")
+            raise NotConfigured  # no message: Scrapy would log a WARNING on every crawl
         return cls(crawler, state)
 
     async def process_request(self, request: Request) -> None:

@@ -160,6 +160,7 @@ def test_mirrors_are_not_fetched_embedded(tmp_path: Path, servers: dict[str, str
     check_next_crawl(second, servers)
     plain = crawl(tmp_path / "plain", servers, NEARDUPE_SKIP_MIRRORS=False)
     assert "neardupe/mirror/skipped" not in plain.stats
+    assert "Disabled nearDupe.mirrors" not in plain.log  # off by default, and quietly
     assert plain.stats["downloader/response_count"] == 4 * PAGES
     assert first.stats["downloader/response_count"] == 4 * PAGES - (PAGES - 18) - (PAGES - 20)
     # What skipping costs: the near mirror's own pages after its 20th were never fetched.
