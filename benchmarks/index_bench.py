@@ -2,6 +2,11 @@
 
 Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
      python benchmarks/index_bench.py --kernels [--sizes 1e4 1e5 1e6 1e7]
+     python benchmarks/index_bench.py --whole-check --base DIR [--sizes 1e5 1e6]
+
+``--whole-check`` times the whole check-and-add through the embedded store (new pages,
+fingerprint copies, sentence copies), this code beside the checkout in DIR (e.g. one made by
+``git worktree add /tmp/nd-base HEAD``): see benchmarks/_whole_check.py.
 
 ``--kernels`` compares numpy's kernels with numba's compiled ones (nearDupe/kernels.py picks
 between them by the index's size): single queries, single adds and the sentence-sample lookup.
@@ -583,7 +588,16 @@ def main() -> None:
     ap.add_argument("--peer-cap", type=float, default=1e7, help="largest size peers are run at")
     ap.add_argument("--reopen-size", type=float, default=1e6, help="0 to skip")
     ap.add_argument("--no-old", action="store_true", help="only the new default")
+    ap.add_argument("--whole-check", action="store_true", help="store's check_and_add only")
+    ap.add_argument("--base", type=Path, help="the checkout --whole-check compares with")
     args = ap.parse_args()
+    if args.whole_check:
+        from _whole_check import run
+
+        if args.base is None:
+            ap.error("--whole-check needs --base (e.g. git worktree add /tmp/nd-base HEAD)")
+        run(args.sizes, args.base.resolve())
+        return
     if args.kernels:
         bench_kernels(args.sizes, args.queries)
         return

@@ -1,0 +1,232 @@
+"""``index_bench.py --whole-check``: the whole check-and-add through the embedded store, as the
+pipeline awaits it, for this code and another checkout (``--base``) side by side in one run.
+
+Per size N, an index of N pages (each with a fingerprint and 4 sentences of 130 letters) is
+written straight into SQLite once and opened once to write its snapshots; each side then gets
+a copy and, in a subprocess importing nearDupe from its own checkout, awaits CHECKS calls of
+``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's thread), a third
+each of: new pages (a new fingerprint, 30 new sentences), fingerprint copies (a stored or
+earlier page's fingerprint with 2 bits flipped, its signature and sentences) and sentence
+copies (a new fingerprint, a stored page's 4 sentences). Each await is timed.
+
+Two commit intervals: 1 s (the default, at the benchmark's ~10^4 checks/s a commit comes every
+~10^4 checks) and 0.01 s, which at that rate gives a commit every ~100 checks of ~100 pages: a
+crawl of ~100 checks/s with the default interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: Timed checks per run (after WARMUP untimed ones).
+CHECKS, WARMUP = 10_000, 500
+#: Sentences of a stored page, and of a new page; the letters of each.
+PER_PAGE, NEW_SENTENCES, LETTERS = 4, 30, 130
+#: Pages written to SQLite at a time.
+CHUNK = 500_000
+INTERVALS = (1.0, 0.01)
+#: Runs of each side, alternating which goes first (the machine is shared): timings pooled.
+ROUNDS = 2
+URL = "https://www.example-news.com/2024/05/story-{:09d}.html"
+
+
+def _stored(n: int, seed: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fingerprints, sentence hashes (pages, PER_PAGE) sorted) of one chunk of stored pages."""
+    rng = np.random.default_rng((seed, chunk))
+    pages = min(CHUNK, n - chunk * CHUNK)
+    fps = rng.integers(0, 2**64, pages, dtype=np.uint64)
+    hashes = np.sort(rng.integers(0, 2**64, (pages, PER_PAGE), dtype=np.uint64), axis=1)
+    return fps, hashes
+
+
+def build(path: Path, n: int, seed: int) -> None:
+    """An index of n pages, written into its SQLite, then opened and closed (snapshots)."""
+    from nearDupe.store.base import sketch_of
+    from nearDupe.store.embedded import EmbeddedIndex
+    from nearDupe.store.embedded_sqlite import to_signed
+
+    EmbeddedIndex(path).close()
+    with sqlite3.connect(path / "pages.sqlite3") as db:
+        for c in range((n + CHUNK - 1) // CHUNK):
+            fps, hashes = _stored(n, seed, c)
+            first = c * CHUNK + 1
+            rows = (
+                (
+                    first + i,
+                    to_signed(fp),
+                    URL.format(first + i),
+                    0.0,
+                    None,
+                    *sketch_of(tuple((h, LETTERS) for h in hs)),
+                    np.array(hs, dtype="<u8").tobytes(),
+                )
+                for i, (fp, hs) in enumerate(zip(fps.tolist(), hashes.tolist(), strict=True))
+            )
+            db.executemany("INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    EmbeddedIndex(path).close()
+
+
+def _flip(fp: int, rng: np.random.Generator) -> int:
+    a, b = rng.choice(64, 2, replace=False).tolist()
+    return fp ^ (1 << a) ^ (1 << b)
+
+
+def _calls(n: int, seed: int) -> list[tuple[str, int, str, int, tuple[tuple[int, int], ...]]]:
+    """(kind, fp, key, signature, sentences) of every check, in order."""
+    rng = np.random.default_rng(seed + 7)
+    stored_fps, stored_hashes = _stored(n, seed, 0)  # copies of the first chunk's pages
+    added: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
+    calls = []
+    for i in range(WARMUP + CHECKS):
+        kind = ("new", "fp copy", "sentence copy")[i % 3]
+        if kind == "new":
+            fp, sig = (int(x) for x in rng.integers(0, 2**64, 2, dtype=np.uint64))
+            hashes = rng.integers(0, 2**64, NEW_SENTENCES, dtype=np.uint64).tolist()
+            sentences = tuple(sorted((h, LETTERS) for h in hashes))
+            added.append((fp, sig, sentences))
+        else:
+            j = int(rng.integers(0, len(stored_fps)))
+            page_sentences = tuple((h, LETTERS) for h in stored_hashes[j].tolist())
+            if kind == "fp copy" and added and rng.random() < 0.5:  # a page of this run
+                fp, sig, sentences = added[int(rng.integers(0, len(added)))]
+                fp = _flip(fp, rng)
+            elif kind == "fp copy":
+                fp, sig, sentences = _flip(int(stored_fps[j]), rng), 0, page_sentences
+            else:
+                fp = int(rng.integers(0, 2**64, dtype=np.uint64))
+                sig, sentences = int(rng.integers(0, 2**64, dtype=np.uint64)), page_sentences
+        calls.append((kind, fp, f"https://copy.example.org/{i}", sig, sentences))
+    return calls
+
+
+def worker(path: str, n: int, seed: int, interval: float) -> None:
+    """Run the checks on the index at ``path`` and print the timings as JSON (one line)."""
+    import nearDupe
+    from nearDupe.store import EmbeddedStore
+    from nearDupe.store.embedded import EmbeddedIndex
+
+    calls = _calls(n, seed)
+    commits: list[tuple[str, float]] = []  # (thread, seconds) of every commit
+    commit = EmbeddedIndex.commit
+
+    def timed_commit(self: EmbeddedIndex) -> None:
+        t = time.perf_counter()
+        try:
+            commit(self)
+        finally:
+            commits.append((threading.current_thread().name, time.perf_counter() - t))
+
+    EmbeddedIndex.commit = timed_commit  # type: ignore[method-assign]
+
+    async def run() -> dict[str, object]:
+        store = EmbeddedStore(EmbeddedIndex(path, commit_interval=interval))
+        ns: list[int] = []
+        found = dict.fromkeys(("new", "fp copy", "sentence copy"), 0)
+        for i, (kind, fp, key, sig, sentences) in enumerate(calls):
+            t = time.perf_counter_ns()
+            match = await store.check_and_add(fp, key, sig or None, sentences)
+            if i >= WARMUP:
+                ns.append(time.perf_counter_ns() - t)
+                found[kind] += match is not None
+        checks = {name for name, _ in commits if "commit" not in name}
+        on_path = [d for name, d in commits if name in checks]
+        in_thread = [d for name, d in commits if name not in checks]
+        closing = time.perf_counter()
+        await store.close()
+        return {
+            "ns": ns,
+            "found": found,
+            "on_path": on_path,
+            "in_thread": in_thread,
+            "close": time.perf_counter() - closing,
+            "code": str(Path(nearDupe.__file__).parent.parent),
+        }
+
+    print(json.dumps(asyncio.run(run())))
+
+
+def _side(root: Path, index: Path, n: int, seed: int, interval: float) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, __file__, str(index), str(n), str(seed), str(interval)],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def _commits(runs: list[dict[str, object]], where: str) -> str:
+    """How many commits ran there during the timed checks, their mean and max ms."""
+    d = np.concatenate([np.asarray(r[where], dtype=float) for r in runs]) * 1e3
+    return f"{len(d)}, {d.mean():.1f}/{d.max():.1f}" if len(d) else "0"
+
+
+def run(sizes: list[float], base: Path, seed: int = 0) -> None:
+    """Both sides at every size and interval; one table."""
+    here = Path(__file__).resolve().parent.parent
+    work = Path(tempfile.mkdtemp(prefix="neardupe-whole-check-"))
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"whole check_and_add through EmbeddedStore, {CHECKS} timed checks a run "
+        "(1/3 new pages of 30 sentences, 1/3 fingerprint copies, 1/3 sentence copies); "
+        f"base: {base}"
+    )
+    print(
+        "| stored pages | commit interval | code | p50 µs | p99 µs (each run) | p99.9 µs | "
+        "max ms | checks/s | found (fp / sentence copies) | close s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    try:
+        for size in sizes:
+            n = int(size)
+            built = work / f"built-{n}"
+            t = time.perf_counter()
+            build(built, n, seed)
+            print(f"(built {n:.0e} pages in {time.perf_counter() - t:.0f} s)", file=sys.stderr)
+            for interval in INTERVALS:
+                sides: dict[str, list[dict[str, object]]] = {"HEAD": [], "this": []}
+                for r in range(ROUNDS):
+                    order = [("HEAD", base), ("this", here)]
+                    for name, root in order[:: 1 if r % 2 == 0 else -1]:
+                        index = work / "run"
+                        shutil.rmtree(index, ignore_errors=True)
+                        shutil.copytree(built, index)
+                        sides[name].append(_side(root, index, n, seed, interval))
+                for name, runs in sides.items():
+                    a = np.concatenate([np.asarray(r["ns"]) for r in runs]) / 1e3
+                    p99s = "/".join(
+                        f"{np.percentile(np.asarray(r['ns']), 99) / 1e3:.0f}" for r in runs
+                    )
+                    found = runs[0]["found"]
+                    assert isinstance(found, dict)
+                    print(
+                        f"| {n:.0e} | {interval:g} s | {name} | {np.median(a):.0f} | "
+                        f"{np.percentile(a, 99):.0f} ({p99s}) | {np.percentile(a, 99.9):.0f} | "
+                        f"{a.max() / 1e3:.2f} | {len(a) / a.sum() * 1e6:,.0f} | "
+                        f"{found['fp copy']} / {found['sentence copy']} | "
+                        f"{max(float(r['close']) for r in runs):.2f} | "  # type: ignore[arg-type]
+                        f"{_commits(runs, 'on_path')} | {_commits(runs, 'in_thread')} |",
+                        flush=True,
+                    )
+            shutil.rmtree(built, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
