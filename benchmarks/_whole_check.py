@@ -188,7 +188,8 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
     )
     print(
         "| stored pages | commit interval | code | p50 µs | p99 µs (each run) | p99.9 µs | "
-        "max ms | checks/s | found (fp / sentence copies) | close s |"
+        "max ms | checks/s | found (fp / sentence copies) | close s | "
+        "commits inside a check: n, mean/max ms | in the committer thread: n, mean/max ms |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
