@@ -106,3 +106,22 @@ def test_commit_interval_zero_commits_before_the_check_returns(tmp_path: Path) -
             index.check_and_add(fp, f"https://a/{i}")
             assert _on_disk(tmp_path) == i + 1
         assert index._committer is None, "no thread: the checks commit"
+
+
+def test_sites_written_before_a_commit_are_read_back_and_committed(tmp_path: Path) -> None:
+    """A site evicted from the cache before the next commit is read back from the writes the
+    commit will make (not from the disk, which lacks them), and is on disk after it."""
+    from nearDupe.store.sites import CACHED_SITES, read_site
+
+    with EmbeddedIndex(tmp_path, commit_interval=3600) as index:
+        index.check_and_add(1, "https://a/1")
+        for i in range(CACHED_SITES + 5):  # the first sites are evicted: their writes held
+            index.sites.learn(f"site{i}.example", 7, [100 + i, 200 + i])
+        with contextlib.closing(sqlite3.connect(tmp_path / DB)) as db:
+            assert read_site(db, "site0.example") == {}, "not written before the commit"
+        assert dict(index.sites.template("site0.example").lines) == {100: (7,), 200: (7,)}
+        index.commit()
+        with contextlib.closing(sqlite3.connect(tmp_path / DB)) as db:
+            assert read_site(db, "site0.example") == {100: (7,), 200: (7,)}
+    with EmbeddedIndex(tmp_path) as index:
+        assert dict(index.sites.template("site3.example").lines) == {103: (7,), 203: (7,)}
