@@ -222,7 +222,10 @@ class EmbeddedIndex:
             if self._lock_file.closed:  # let go without a close (tests that mimic a crash)
                 return
             if self._unsaved.pages:
-                self._try_commit()
+                try:
+                    self._try_commit()
+                except Exception:  # not the disk (that is logged above): keep committing
+                    logger.exception("nearDupe: the commit of index %s failed", self.path)
 
     def _try_commit(self) -> None:
         try:
@@ -289,7 +292,7 @@ class EmbeddedIndex:
                 for sql, params in sites:
                     db.execute(sql, params)
                 db.commit()
-            except sqlite3.Error:
+            except BaseException:  # the disk (sqlite3.Error) or anything: the batch is kept
                 with contextlib.suppress(sqlite3.Error):
                     db.rollback()
                 with self._lock:
