@@ -79,9 +79,10 @@ class EmbeddedStore:
     Its calls run inline while a lookup is cheap. Once the index is big enough for a lookup to
     scan ``off_loop_candidates`` fingerprints (about 70 µs: k=10 past ~250,000 pages) or
     holds ``off_loop_pages`` pages (OFF_LOOP_PAGES), they run, in order, in one thread of
-    their own, so lookups and SQLite commits stay off the event loop (the compiled search
-    releases the GIL) and check-and-add stays atomic. The switch is one way. Without a running
-    asyncio loop (a Twisted reactor that is not asyncio's) calls always run inline.
+    their own, so lookups stay off the event loop (the compiled search releases the GIL) and
+    check-and-add stays atomic. The switch is one way. Without a running asyncio loop (a
+    Twisted reactor that is not asyncio's) calls always run inline. The index commits in a
+    thread of its own (with a commit interval of 0, inside each check).
     """
 
     def __init__(
