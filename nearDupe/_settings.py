@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
 
@@ -84,15 +84,15 @@ class Config:
     report: str | None
     workers: int
     commit_interval: float
-    gc_freeze: bool = True
-    analysis_timeout: float = 2.0
-    features: FeatureSettings = field(default_factory=FeatureSettings)
-    redis_pages: int = 0
-    start_without_index: bool = False
-    text_item_field: str | None = None
-    skip_mirrors: bool = False
-    mirror_share: float = 0.9
-    mirror_pages: int = 20
+    gc_freeze: bool
+    analysis_timeout: float
+    features: FeatureSettings
+    redis_pages: int
+    start_without_index: bool
+    text_item_field: str | None
+    skip_mirrors: bool
+    mirror_share: float
+    mirror_pages: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
