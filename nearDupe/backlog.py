@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.project import data_path
@@ -45,8 +45,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: A page as the index records it: fingerprint, URL, signature, sentences.
-Page = tuple[int, str, int | None, Sentences]
+
+class Page(NamedTuple):
+    """A page as the index records it (the arguments of ``Store.check_and_add``)."""
+
+    fingerprint: int
+    url: str
+    signature: int | None
+    sentences: Sentences
+
 
 #: Pages waiting in memory (about 200 B each); more wait in the pending file.
 MEMORY_LIMIT = 100_000
@@ -154,7 +161,7 @@ class Backlog:
                 self.pop()
                 stats.inc_value("neardupe/backlog/set_aside")
                 logger.error(
-                    "nearDupe: the index rejects the kept page %r (%s); set aside", record[1], exc
+                    "nearDupe: the index rejects the kept page %r (%s); set aside", record.url, exc
                 )
                 continue
             self.pop()
@@ -162,7 +169,7 @@ class Backlog:
                 stats.inc_value("neardupe/kept_while_index_down_duplicates")
                 logger.warning(
                     "nearDupe: %s, kept while the index was down, is a near-duplicate of %s",
-                    record[1],
+                    record.url,
                     match.key,
                 )
 
@@ -280,7 +287,7 @@ def _parse(line: str) -> Page | None:
         fp, url, *rest = json.loads(line)
         signature = rest[0] if rest else None
         sentences = rest[1] if len(rest) > 1 else []
-        return (
+        return Page(
             int(fp),
             str(url),
             None if signature is None else int(signature),

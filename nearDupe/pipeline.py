@@ -302,7 +302,7 @@ class NearDupePipeline:
 
     async def _page_decision(self, url: str, analysis: Analysis) -> Decision:
         assert analysis.fingerprint is not None
-        record = (analysis.fingerprint, url, analysis.signature, analysis.sentences)
+        record = Page(analysis.fingerprint, url, analysis.signature, analysis.sentences)
         page = (url, analysis.fingerprint, analysis.page)
         decision, made = await self._once(page, lambda: self._check(record, analysis))
         if made and (
@@ -378,7 +378,7 @@ class NearDupePipeline:
 
     async def _check(self, record: Page, analysis: Analysis) -> Decision:
         assert self.store is not None, "open_spider opens the store"
-        fp, url, *_ = record
+        fp, url = record.fingerprint, record.url
         if time.monotonic() < self._down_until:
             return self._keep_unchecked(record)
         try:
@@ -413,4 +413,4 @@ class NearDupePipeline:
     def _keep_unchecked(self, record: Page) -> Decision:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
-        return Decision(record[1], "kept", record[0], reason="index-unavailable")
+        return Decision(record.url, "kept", record.fingerprint, reason="index-unavailable")

@@ -12,7 +12,7 @@ from nearDupe.backlog import Backlog, Page
 
 
 def _page(crawler: int, i: int) -> Page:
-    return (crawler << 40 | i, f"http://site/{crawler}/{i}", None, ((i, 40),))
+    return Page(crawler << 40 | i, f"http://site/{crawler}/{i}", None, ((i, 40),))
 
 
 def _save_at_once(path: str, crawler: int, pages: int, start: Any) -> None:
