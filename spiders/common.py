@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from scrapy.http import TextResponse
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.link import Link
 from scrapy.linkextractors import LinkExtractor
+
+from nearDupe import main_text
 
 _VISIBLE = ".//text()[not(ancestor::script or ancestor::style)]"
 
@@ -18,7 +20,7 @@ def page_title(response: TextResponse) -> str:
 
 def page_text(response: TextResponse) -> str:
     """nearDupe's extracted text if the plugin attached it, else the visible article/body text."""
-    text = getattr(response.meta.get("neardupe"), "text", None)
+    text = main_text(response)
     if text is not None:
         return text
     root = response.xpath("//article") or response.xpath("//body")
@@ -26,6 +28,18 @@ def page_text(response: TextResponse) -> str:
         return ""
     lines = (line.strip() for line in root[0].xpath(_VISIBLE).getall())
     return "\n".join(line for line in lines if line)
+
+
+def article_item(response: Response) -> dict[str, str] | None:
+    """The demo's item for an article page (url, title, text, site), None for other pages."""
+    if not isinstance(response, HtmlResponse) or not response.xpath("//article"):
+        return None
+    return {
+        "url": response.url,
+        "title": page_title(response),
+        "text": page_text(response),
+        "site": response.xpath("//meta[@property='og:site_name']/@content").get(""),
+    }
 
 
 def same_host_links(extractor: LinkExtractor, response: TextResponse, host: str) -> list[Link]:

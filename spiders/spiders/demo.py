@@ -10,7 +10,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
-from spiders.common import page_text, page_title, same_host_links
+from spiders.common import article_item, same_host_links
 from spiders.demosite.server import DemoSiteServer
 
 
@@ -43,12 +43,8 @@ class DemoSpider(Spider):
         """Yield an item for an article page and follow the page's in-site links."""
         if not isinstance(response, HtmlResponse):
             return
-        if response.xpath("//article"):
-            yield {
-                "url": response.url,
-                "title": page_title(response),
-                "text": page_text(response),
-                "site": response.xpath("//meta[@property='og:site_name']/@content").get(""),
-            }
+        item = article_item(response)
+        if item is not None:
+            yield item
         links = same_host_links(self.link_extractor, response, self.allowed_domains[0])
         yield from response.follow_all(links, self.parse)

@@ -11,7 +11,6 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
-from nearDupe import main_text
 from spiders.common import page_text, page_title, same_host_links
 
 
@@ -48,11 +47,8 @@ class PagesSpider(Spider):
         if not isinstance(response, HtmlResponse) or self._limit_reached():
             return
         self.page_count += 1
-        # The main text nearDupe extracted; the spider's own when nearDupe is off or skipped it.
-        text = main_text(response)
-        if text is None:
-            text = page_text(response)
-        yield {"url": response.url, "title": page_title(response), "text": text}
+        # page_text: the main text nearDupe extracted, the spider's own when it has none.
+        yield {"url": response.url, "title": page_title(response), "text": page_text(response)}
         if self._limit_reached():
             raise CloseSpider("max_pages reached")
         links = same_host_links(self.link_extractor, response, self.host)

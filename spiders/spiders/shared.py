@@ -11,7 +11,7 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
-from spiders.common import page_text, page_title, same_host_links
+from spiders.common import article_item, same_host_links
 
 try:
     from scrapy_redis.spiders import RedisSpider
@@ -61,12 +61,8 @@ class SharedSpider(RedisSpider):
         self.spider_idle_start_time = int(time.time())  # busy: idle time counts from here
         if not isinstance(response, HtmlResponse):
             return
-        if response.xpath("//article"):
-            yield {
-                "url": response.url,
-                "title": page_title(response),
-                "text": page_text(response),
-                "site": response.xpath("//meta[@property='og:site_name']/@content").get(""),
-            }
+        item = article_item(response)
+        if item is not None:
+            yield item
         links = same_host_links(self.link_extractor, response, self.allowed_domains[0])
         yield from response.follow_all(links, self.parse)
