@@ -51,7 +51,7 @@ from nearDupe.store.base import (
 )
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
-from nearDupe.store.embedded_unsaved import UnsavedPages, UnsavedSites
+from nearDupe.store.embedded_unsaved import UnsavedPages
 from nearDupe.store.sites import SqliteSites
 
 logger = logging.getLogger(__name__)
@@ -93,8 +93,7 @@ class EmbeddedIndex:
                 self._db, self.path, Design.named(self.header.design)
             )
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
-            self._unsaved_sites = UnsavedSites(self._db)
-            self.sites = _LockedSites(self._unsaved_sites, self._lock)
+            self.sites = _LockedSites(self._db, self._lock)
             #: The sentences every page is recorded under (base.recorded), by page id.
             self.sample = embedded_sample.load(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
@@ -283,10 +282,9 @@ class EmbeddedIndex:
             raise sqlite3.ProgrammingError("the index is closed")
         with self._commit_lock:
             with self._lock:
-                self.sites.write()
                 batch, self._unsaved = self._unsaved, UnsavedPages()
                 self._committing = batch
-                sites = self._unsaved_sites.take()
+                sites = self.sites.take()
             try:
                 batch.write(db)
                 for sql, params in sites:
@@ -298,12 +296,12 @@ class EmbeddedIndex:
                 with self._lock:
                     batch.extend(self._unsaved)
                     self._unsaved, self._committing = batch, UnsavedPages()
-                    self._unsaved_sites.done(committed=False)
+                    self.sites.done(committed=False)
                     self._last_commit = time.monotonic()
                 raise
             with self._lock:
                 self._committing = UnsavedPages()
-                self._unsaved_sites.done(committed=True)
+                self.sites.done(committed=True)
                 self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
@@ -348,11 +346,11 @@ class EmbeddedIndex:
 
 
 class _LockedSites(SqliteSites):
-    """The index's sites, read and counted under its lock (a commit writes them from its
-    thread), their writes held until that commit (:class:`UnsavedSites`)."""
+    """The index's sites, read and counted under its lock (a commit takes their writes from
+    its thread and writes them on its own connection)."""
 
-    def __init__(self, db: UnsavedSites, lock: threading.RLock) -> None:
-        super().__init__(db)  # type: ignore[arg-type]
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+        super().__init__(db)
         for name in _SITE_CALLS:
             method = getattr(self, name, None)
             if method is not None:

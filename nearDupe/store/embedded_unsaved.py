@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
@@ -88,83 +85,3 @@ class UnsavedPages:
         self.by_fp.clear()
         self.samples.clear()
         self.drops.clear()
-
-
-_INSERT = re.compile(r"\s*INSERT OR REPLACE INTO (\w+) \(([^)]*)\)", re.I)
-_SELECT = re.compile(r"\s*SELECT (.+?) FROM (\w+) WHERE host = \?\s*$", re.I | re.S)
-Write = tuple[str, tuple[Any, ...]]
-
-
-class _Found:
-    """The answer of a read the unsaved writes hold (what a cursor's ``fetchone`` gives)."""
-
-    def __init__(self, row: tuple[Any, ...]) -> None:
-        self._row = row
-
-    def fetchone(self) -> tuple[Any, ...]:
-        return self._row
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return [self._row]
-
-
-class _Held:
-    """Writes in order, and the last row written per (table, host) as column -> value."""
-
-    def __init__(self) -> None:
-        self.writes: list[Write] = []
-        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def add(self, sql: str, params: tuple[Any, ...]) -> None:
-        self.writes.append((sql, params))
-        insert = _INSERT.match(sql)
-        if insert:
-            columns = [c.strip().lower() for c in insert.group(2).split(",")]
-            if columns[0] == "host" and len(columns) == len(params):
-                row = dict(zip(columns, params, strict=True))
-                self.rows[insert.group(1).lower(), params[0]] = row
-
-
-class UnsavedSites:
-    """The database a :class:`~nearDupe.store.sites.SqliteSites` is given: its writes are held
-    here until the next commit writes them (on the committing connection), a read of one host's
-    row finds them first, anything else goes to ``db``."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-        self._held = _Held()
-        #: The writes being committed (still read until the commit is done).
-        self._committing = _Held()
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        """Hold a write; answer a read of one host's row from the held writes, else ``db``."""
-        verb = sql.lstrip()[:7].upper()
-        if verb.startswith(("INSERT", "REPLACE", "UPDATE", "DELETE")):
-            self._held.add(sql, tuple(params))
-            return None
-        select = _SELECT.match(sql)
-        if select and len(params) == 1:
-            key = (select.group(2).lower(), params[0])
-            row = self._held.rows.get(key) or self._committing.rows.get(key)
-            columns = [c.strip().lower() for c in select.group(1).split(",")]
-            if row is not None and all(c in row for c in columns):
-                return _Found(tuple(row[c] for c in columns))
-        return self._db.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Hold each write."""
-        for params in rows:
-            self.execute(sql, params)
-
-    def take(self) -> list[Write]:
-        """The writes to commit now (still read until :meth:`done`)."""
-        self._committing, self._held = self._held, _Held()
-        return self._committing.writes
-
-    def done(self, committed: bool) -> None:
-        """The commit of the taken writes is over: they are on disk, or held again."""
-        if not committed:
-            for sql, params in self._held.writes:
-                self._committing.add(sql, params)
-            self._held = self._committing
-        self._committing = _Held()

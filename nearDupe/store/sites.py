@@ -93,24 +93,28 @@ class SqliteSites:
         self._db = db
         db.execute("CREATE TABLE IF NOT EXISTS sites (host TEXT PRIMARY KEY, lines BLOB NOT NULL)")
         self._cache: OrderedDict[str, dict[int, tuple[int, ...]]] = OrderedDict()
+        #: Sites learned from since the last take, and those taken for a commit not done yet:
+        #: neither leaves the cache until it is on disk.
         self._dirty: set[str] = set()
+        self._committing: set[str] = set()
         db.execute(
             "CREATE TABLE IF NOT EXISTS hosts (host TEXT PRIMARY KEY, pages INTEGER NOT NULL,"
             " copies TEXT NOT NULL, mirror_of TEXT)"
         )
         #: Mirror host -> the host it mirrors (every one: they are few).
         self.mirrors = read_mirrors(db)
-        self._hosts: dict[str, HostCount] = {}  # hosts counted since the last write
+        self._hosts: dict[str, HostCount] = {}  # hosts counted since the last take
+        self._committing_hosts: dict[str, HostCount] = {}
 
     def _book(self, host: str) -> dict[int, tuple[int, ...]]:
         book = self._cache.get(host)
         if book is None:
             book = self._cache[host] = read_site(self._db, host)
-            while len(self._cache) > CACHED_SITES:
-                old = next(iter(self._cache))
-                if old in self._dirty:
-                    self._write(old)
-                del self._cache[old]
+            excess = len(self._cache) - CACHED_SITES
+            if excess > 0:  # let go of the oldest saved ones; unsaved ones wait for the disk
+                keep = self._dirty | self._committing | {host}
+                for old in [h for h in self._cache if h not in keep][:excess]:
+                    del self._cache[old]
         self._cache.move_to_end(host)
         return book
 
@@ -125,19 +129,12 @@ class SqliteSites:
             self._cache[host] = learned(self._book(host), identity, lines)
             self._dirty.add(host)
 
-    def _write(self, host: str) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO sites (host, lines) VALUES (?, ?)",
-            (host, pack(self._cache[host])),
-        )
-        self._dirty.discard(host)
-
     def record_host(self, host: str, copy_of: str | None, rule: MirrorRule) -> str | None:
         """Count a decided page of ``host`` (durable at the next :meth:`write`); its verdict."""
         if not host:
             return None
         host = storable_key(host)
-        count = self._hosts.get(host) or self._read_host(host)
+        count = self._hosts.get(host) or self._committing_hosts.get(host) or self._read_host(host)
         if not count.decided(rule):
             count = counted(count, storable_key(copy_of) if copy_of else None, rule)
             self._hosts[host] = count
@@ -151,13 +148,28 @@ class SqliteSites:
         ).fetchone()
         return HostCount(row[0], json.loads(row[1]), row[2]) if row else HostCount()
 
-    def write(self) -> None:
-        """Write the sites learned from and hosts counted since the last write (inside the
-        caller's commit)."""
-        for host in list(self._dirty):
-            self._write(host)
-        self._db.executemany(
-            "INSERT OR REPLACE INTO hosts (host, pages, copies, mirror_of) VALUES (?, ?, ?, ?)",
-            [(h, c.pages, json.dumps(c.copies), c.mirror_of) for h, c in self._hosts.items()],
-        )
-        self._hosts.clear()
+    def take(self) -> list[tuple[str, tuple[object, ...]]]:
+        """The writes of the sites learned from and hosts counted since the last take, for
+        the caller's commit; they are read from memory until :meth:`done` says it is over."""
+        self._committing |= self._dirty
+        writes: list[tuple[str, tuple[object, ...]]] = [
+            (_SITE_ROW, (host, pack(self._cache[host]))) for host in self._dirty
+        ]
+        writes += [
+            (_HOST_ROW, (h, c.pages, json.dumps(c.copies), c.mirror_of))
+            for h, c in self._hosts.items()
+        ]
+        self._committing_hosts.update(self._hosts)
+        self._dirty, self._hosts = set(), {}
+        return writes
+
+    def done(self, committed: bool) -> None:
+        """The commit of the taken writes is over: on disk, or to be taken again."""
+        if not committed:
+            self._dirty |= self._committing
+            self._hosts = {**self._committing_hosts, **self._hosts}
+        self._committing, self._committing_hosts = set(), {}
+
+
+_SITE_ROW = "INSERT OR REPLACE INTO sites (host, lines) VALUES (?, ?)"
+_HOST_ROW = "INSERT OR REPLACE INTO hosts (host, pages, copies, mirror_of) VALUES (?, ?, ?, ?)"
