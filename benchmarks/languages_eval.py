@@ -116,10 +116,13 @@ def paragraphs(locale_dir: Path, language: str) -> Iterator[tuple[str, str]]:
             yield path.stem, text
 
 
-def documents(locale_dir: Path, language: str, count: int) -> tuple[list[str], list[str]]:
-    """``count`` documents of consecutive paragraphs of one catalog, and the paragraphs left
-    (the appended ones)."""
+def documents(
+    locale_dir: Path, language: str, count: int, skip: int = 0
+) -> tuple[list[str], list[str]]:
+    """``count`` documents of consecutive paragraphs of one catalog after the first ``skip``
+    (those a rule was tuned on), and the paragraphs left (the appended ones)."""
     docs: list[str] = []
+    skipped = 0
     spare: list[str] = []
     current: list[str] = []
     catalog = ""
@@ -131,7 +134,10 @@ def documents(locale_dir: Path, language: str, count: int) -> tuple[list[str], l
             current, catalog = [], name
         current.append(text)
         if sum(len(p) for p in current) >= DOC_CHARS:
-            docs.append("\n".join(current))
+            if skipped < skip:
+                skipped += 1
+            else:
+                docs.append("\n".join(current))
             current = []
     return docs, spare
 
@@ -248,14 +254,22 @@ def main() -> None:
     parser.add_argument("--different", type=int, default=100, help="documents checked")
     parser.add_argument("--locale-dir", type=Path, default=Path("/usr/share/locale"))
     parser.add_argument("--languages", default=",".join(LANGUAGES))
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="documents passed over first: 100 leaves out those the tokenizer was tuned on",
+    )
     args = parser.parse_args()
     rows = []
     for language in args.languages.split(","):
-        docs, spare = documents(args.locale_dir, language, max(args.docs, args.different))
+        count = max(args.docs, args.different)
+        docs, spare = documents(args.locale_dir, language, count, args.skip)
         if len(docs) < 2:
             print(f"{language}: too little text in {args.locale_dir} ({len(docs)} documents)")
             continue
-        spare = spare or docs[args.docs :]  # appended: a paragraph not in the first docs
+        # appended: a paragraph not in the copied docs (the last doc's when none is left)
+        spare = spare or docs[args.docs :] or docs[-1:]
         rows.append(asyncio.run(evaluate(language, docs, spare, args.docs)))
     print("copies found (by fingerprint + by sentences only); originals matching another")
     print(table(rows))
