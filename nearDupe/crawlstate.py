@@ -98,8 +98,8 @@ class CrawlState:
         if self.config.workers > 0:
             logger.info(
                 "nearDupe: starting %d analysis worker processes (each loads the extractor "
-                "and the English IDF table while the crawl starts, and jieba's dictionary, "
-                "about a second, before its first Chinese page)",
+                "and the English IDF table while the crawl starts, and jieba's tables before "
+                "its first Chinese page)",
                 self.config.workers,
             )
         pool = WorkerPool(self.config.workers, self.config.features)

@@ -96,9 +96,8 @@ def within(seconds: float, func: Callable[..., T], *args: Any) -> T:
 def analyze_within(seconds: float, func: Callable[..., T], text: str, *args: Any) -> T:
     """In a worker process: ``func(text, *args)`` within ``seconds`` (see :func:`within`).
 
-    jieba's dictionary, needed only for Chinese, is loaded before the timer starts, on the
-    first text with Chinese (about a second, once per worker): a crawl that meets no Chinese
-    page never loads it (a worker holds 115 MB instead of 304)."""
+    jieba's dictionary and HMM, needed only for Chinese, are loaded before the timer starts,
+    on the first text with Chinese (a third of a second and 32 MB, once per process)."""
     if has_chinese(text):
         load_chinese()
     return within(seconds, func, text, *args)
@@ -131,6 +130,8 @@ class WorkerPool:
         self._bridge = ThreadPoolExecutor(1, thread_name_prefix="neardupe-bridge")
         self._closed = False
         self._executor = self._start()
+        if workers > 0:  # the bridge loads what a page needs before the first one comes
+            self._bridge.submit(_warm_bridge, features)
 
     def _start(self) -> Executor:
         if self.workers <= 0:
@@ -166,8 +167,7 @@ class WorkerPool:
         """func(*args) in the pool; a broken pool (a worker died) is restarted and retried once.
 
         While no worker has started yet, a page's analysis runs in a thread of the crawl
-        instead, unbounded by the time limit, unless its text is Chinese (jieba's dictionary
-        would then stay in the crawl's memory)."""
+        instead, unbounded by the time limit."""
         if not self._ready.is_set() and _bridgeable(func, args):
             return await self._await(self._bridge.submit(func, *args))
         try:
@@ -226,13 +226,18 @@ class WorkerPool:
                 os.kill(process.pid, signal.SIGKILL)
 
 
+def _warm_bridge(features: FeatureSettings) -> None:
+    """Load the extractor, the English IDF table and jieba's tables in the bridge thread."""
+    warm_up(features)
+    load_chinese()
+
+
 def _bridgeable(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
     """Whether a call may run in the crawl's own thread: a page analysis of a text of at most
-    _BRIDGE_CHARS that is not Chinese."""
+    _BRIDGE_CHARS."""
     return (
         func is analyze_within
         and len(args) > 2
         and isinstance(args[2], str)
         and len(args[2]) <= _BRIDGE_CHARS
-        and not has_chinese(args[2])
     )

@@ -1,0 +1,331 @@
+"""Chinese words as jieba cuts them, and their IDF, from jieba's own files held in numpy arrays.
+
+jieba holds its dictionary as a dict of 498,000 strings: loading it takes 1-1.5 s and 190 MB
+in each process, and its IDF table 0.8 s more, so a crawl's first Chinese page waited seconds
+for them. Here each table is two sorted arrays (a 64-bit hash of each word, and its count or
+its IDF); every substring of a run is looked up at once, and the route through the words found
+is jieba's own (``Tokenizer.calc`` and ``__cut_DAG``, with jieba's HMM for runs of unknown
+characters), so the words are jieba's (``tests/test_chinese.py`` compares them). The arrays
+are built from jieba's files once a machine (about a second) and cached beside the compiled
+kernels (:func:`nearDupe.kernels.cache_dir`); a process then loads them in milliseconds, and
+holds 10 MB.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import zipfile
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: Bump when the cached arrays change meaning (their hash, their fields).
+TABLES_VERSION = 2
+
+_MASK = (1 << 64) - 1
+#: The polynomial hash's base (odd, so it has an inverse modulo 2^64).
+_BASE = 0x9E3779B97F4A7C15
+_INVERSE = pow(_BASE, -1, 1 << 64)
+_MIX1, _MIX2, _LENGTH = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB
+
+
+class _Tables(NamedTuple):
+    """jieba's dictionary and IDF table as sorted hash arrays."""
+
+    word_keys: np.ndarray  # uint64, sorted: hashes of the words counted more than 0 times
+    word_counts: np.ndarray  # int64: each word's count
+    log_total: float  # math.log of the sum of all counts (jieba's ``total``)
+    longest: int  # letters of the longest word
+    idf_keys: np.ndarray  # uint64, sorted
+    idf_values: np.ndarray  # float64
+    idf_median: float  # the IDF of a word the table lacks (jieba's median_idf)
+
+
+def _finish(h: Any, length: Any) -> Any:
+    """The final mix of a polynomial hash and its length (ints or uint64 arrays alike)."""
+    if isinstance(h, int):
+        x = h ^ ((length * _LENGTH) & _MASK)
+        x = ((x ^ (x >> 33)) * _MIX1) & _MASK
+        x = ((x ^ (x >> 33)) * _MIX2) & _MASK
+        return x ^ (x >> 33)
+    if isinstance(length, int):
+        x = h ^ np.uint64((length * _LENGTH) & _MASK)
+    else:
+        x = h ^ (length.astype(np.uint64) * np.uint64(_LENGTH))
+    x = (x ^ (x >> np.uint64(33))) * np.uint64(_MIX1)
+    x = (x ^ (x >> np.uint64(33))) * np.uint64(_MIX2)
+    return x ^ (x >> np.uint64(33))
+
+
+def word_hash(word: str) -> int:
+    """The 64-bit hash of ``word`` the tables are keyed by: sum of code point i times
+    _BASE^i, mixed with the length."""
+    h = 0
+    for ch in reversed(word):
+        h = (h * _BASE + ord(ch)) & _MASK
+    return int(_finish(h, len(word)))
+
+
+def _code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(
+        np.uint64
+    )
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """_BASE^i and its inverse for i < n (uint64 arithmetic wraps modulo 2^64)."""
+    powers = np.full(n, _BASE, dtype=np.uint64)
+    inverses = np.full(n, _INVERSE, dtype=np.uint64)
+    if n:
+        powers[0] = inverses[0] = 1
+    return np.cumprod(powers, dtype=np.uint64), np.cumprod(inverses, dtype=np.uint64)
+
+
+def _prefix_sums(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix sums of code point times _BASE^position, and the inverse powers."""
+    points = _code_points(text)
+    powers, inverses = _powers(len(points))
+    sums = np.zeros(len(points) + 1, dtype=np.uint64)
+    np.cumsum(points * powers, dtype=np.uint64, out=sums[1:])
+    return sums, inverses
+
+
+def _hashes_of(words: list[str]) -> np.ndarray:
+    """:func:`word_hash` of every word, at once."""
+    sums, inverses = _prefix_sums("".join(words))
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    return np.asarray(_finish((sums[ends] - sums[starts]) * inverses[starts], lengths))
+
+
+def _jieba_dir() -> Path:
+    import jieba
+
+    return Path(jieba.__file__).parent
+
+
+def _last_of_each(words: list[str], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The hashes of ``words`` sorted, each with the value of its last line (as a dict built
+    line by line keeps)."""
+    keys = _hashes_of(words)[::-1]
+    unique, first = np.unique(keys, return_index=True)
+    return unique, values[::-1][first]
+
+
+def _build() -> _Tables:
+    """The tables, from jieba's ``dict.txt`` (``word count tag`` lines) and
+    ``analyse/idf.txt`` (``word idf`` lines), read as jieba reads them: a word's last line
+    counts, the total sums every line, a word counted 0 times is none."""
+    fields = (_jieba_dir() / "dict.txt").read_bytes().decode("utf-8").split()
+    words = fields[0::3]
+    counts = np.fromiter(map(int, fields[1::3]), dtype=np.int64, count=len(words))
+    word_keys, word_counts = _last_of_each(words, counts)
+    known = word_counts > 0
+    pairs = (_jieba_dir() / "analyse" / "idf.txt").read_bytes().decode("utf-8").split()
+    values = np.fromiter(map(float, pairs[1::2]), dtype=np.float64, count=len(pairs) // 2)
+    idf_keys, idf_values = _last_of_each(pairs[0::2], values)
+    return _Tables(
+        word_keys[known],
+        word_counts[known],
+        math.log(int(counts.sum())),
+        max(map(len, words)),
+        idf_keys,
+        idf_values,
+        float(np.sort(idf_values)[len(idf_values) // 2]),
+    )
+
+
+def _cache_path() -> Path:
+    import jieba
+
+    from nearDupe.kernels import cache_dir
+
+    files = [_jieba_dir() / "dict.txt", _jieba_dir() / "analyse" / "idf.txt"]
+    stamp = "-".join(f"{s.st_size}.{s.st_mtime_ns}" for s in map(os.stat, files))
+    return cache_dir() / f"jieba-{jieba.__version__}-{stamp}-v{TABLES_VERSION}.npz"
+
+
+@cache
+def tables() -> _Tables:
+    """The tables: from the cache, else built (and cached where the cache can be written)."""
+    path = _cache_path()
+    try:
+        with np.load(path) as stored:
+            return _Tables(
+                stored["word_keys"],
+                stored["word_counts"],
+                float(stored["log_total"]),
+                int(stored["longest"]),
+                stored["idf_keys"],
+                stored["idf_values"],
+                float(stored["idf_median"]),
+            )
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # absent, torn: build
+        pass
+    built = _build()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(partial, **built._asdict())
+        os.replace(partial, path)
+    except OSError as exc:
+        logger.debug("nearDupe: jieba's tables were not cached in %s: %s", path, exc)
+    return built
+
+
+def _found(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query is in sorted ``keys``, and whether it is there."""
+    at = np.searchsorted(keys, queries)
+    np.minimum(at, len(keys) - 1, out=at)
+    return at, keys[at] == queries
+
+
+#: Bits of a hash that index :func:`_filter` (4 MB; jieba's words fill 8 % of it).
+_FILTER_BITS = 22
+
+
+@cache
+def _filter() -> np.ndarray:
+    """Whether some word's hash has these top bits: most substrings are no word, and are
+    ruled out by one read here instead of a binary search."""
+    marks = np.zeros(1 << _FILTER_BITS, dtype=bool)
+    marks[tables().word_keys >> np.uint64(64 - _FILTER_BITS)] = True
+    return marks
+
+
+class _Dag(NamedTuple):
+    """jieba's DAG of a text, flat: the dictionary words starting at position i are
+    ``ends[bounds[i]:bounds[i + 1]]`` (their last positions, shortest first), each weighing
+    ``logs[j]``, the log of its count."""
+
+    bounds: list[int]
+    ends: list[int]
+    logs: list[float]
+
+
+def _dag(text: str) -> _Dag:
+    """The DAG of ``text``. (No dictionary word holds white space, so blocks joined by line
+    breaks are looked up at once, each as if alone.)"""
+    t, marks, shift = tables(), _filter(), np.uint64(64 - _FILTER_BITS)
+    n = len(text)
+    sums, inverses = _prefix_sums(text)
+    none = np.zeros(0, dtype=np.int64)
+    starts, lengths, counts = [none], [none], [none]
+    for size in range(1, min(t.longest, n) + 1):
+        keys = _finish((sums[size:] - sums[: n - size + 1]) * inverses[: n - size + 1], size)
+        maybe = np.flatnonzero(marks[keys >> shift])
+        at, hit = _found(t.word_keys, keys[maybe])
+        starts.append(maybe[hit])
+        lengths.append(np.full(int(hit.sum()), size, dtype=np.int64))
+        counts.append(t.word_counts[at[hit]])
+    start, length = np.concatenate(starts), np.concatenate(lengths)
+    order = np.lexsort((length, start))
+    bounds = np.searchsorted(start[order], np.arange(n + 1))
+    ends = (start + length - 1)[order]
+    count = np.concatenate(counts)[order]
+    return _Dag(bounds.tolist(), ends.tolist(), list(map(math.log, count.tolist())))
+
+
+def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
+    """jieba's ``__cut_DAG`` (HMM on) of a run of its ``re_han_default`` characters, which
+    starts at ``offset`` of the text ``dag`` is of; its words go to ``words``."""
+    from jieba import finalseg
+
+    log_total, n = tables().log_total, len(block)
+    bounds, ends, logs = dag
+    score: list[float] = [0.0] * (n + 1)
+    end: list[int] = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        lo, hi = bounds[offset + i], bounds[offset + i + 1]
+        if lo == hi:  # no word starts here: the character is one, weighing log 1
+            score[i], end[i] = 0.0 - log_total + score[i + 1], i
+            continue
+        best, best_end = -math.inf, -1
+        for j in range(lo, hi):  # max() of jieba's (score, end) pairs: a tie goes to the longer
+            x = ends[j] - offset
+            value = logs[j] - log_total + score[x + 1]
+            if value > best or (value == best and x > best_end):
+                best, best_end = value, x
+        score[i], end[i] = best, best_end
+
+    def flush(start: int, stop: int) -> None:
+        buf = block[start:stop]
+        # A run of two or more single characters is a word if the DAG has its edge.
+        is_word = offset + stop - 1 in ends[bounds[offset + start] : bounds[offset + start + 1]]
+        if len(buf) == 1:
+            words.append(buf)
+        elif is_word:
+            words.extend(buf)
+        else:
+            words.extend(finalseg.cut(buf))
+
+    x, buf = 0, 0  # buf: where the run of single characters before x starts
+    while x < n:
+        y = end[x] + 1
+        if y - x > 1:
+            if buf < x:
+                flush(buf, x)
+            words.append(block[x:y])
+            buf = y
+        x = y
+    if buf < n:
+        flush(buf, n)
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    import jieba
+
+    return jieba.re_han_default, jieba.re_skip_default
+
+
+def cut(text: str) -> list[str]:
+    """``jieba.lcut(text, HMM=True)``, word for word."""
+    return cut_each([text])[0]
+
+
+def cut_each(texts: list[str]) -> list[list[str]]:
+    """:func:`cut` of each text, their dictionary words looked up together."""
+    han, skip = _patterns()
+    pieces = [[(bool(han.match(b)), b) for b in han.split(text) if b] for text in texts]
+    blocks = [b for parts in pieces for is_han, b in parts if is_han]
+    dag = _dag("\n".join(blocks)) if blocks else _Dag([0], [], [])
+    cuts: list[list[str]] = []
+    offset = 0
+    for parts in pieces:
+        words: list[str] = []
+        for is_han, block in parts:
+            if is_han:
+                _cut_block(block, offset, dag, words)
+                offset += len(block) + 1
+                continue
+            for part in skip.split(block):
+                if skip.match(part):
+                    words.append(part)
+                else:
+                    words.extend(part)
+        cuts.append(words)
+    return cuts
+
+
+def idf(word: str) -> float:
+    """jieba's IDF of ``word`` (its table's median for a word it lacks)."""
+    t = tables()
+    at, hit = _found(t.idf_keys, np.array([word_hash(word)], dtype=np.uint64))
+    return float(t.idf_values[at[0]]) if hit[0] else t.idf_median
+
+
+def load() -> None:
+    """Load the tables and jieba's HMM (tens of ms from the cache; done before a page's
+    analysis is timed)."""
+    tables()
+    _patterns()
+    from jieba import finalseg  # noqa: F401  (its probability tables load on import)
