@@ -97,9 +97,7 @@ class BlockIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        self._generation = kernels.generation
-        self._kernels = kernels.choose(0)
-        self._kernels.warm_up()
+        self._choice = kernels.Choice()
 
     @property
     def k(self) -> int:
@@ -160,24 +158,20 @@ class BlockIndex:
             raise ValueError(f"rows of dtype {keys[0].dtype} do not fit design {design.name}")
         index = cls(design, **kwargs)
         if len(keys[0]):
-            index._runs.append(Run.build(design, keys, index._kernels))
+            index._runs.append(Run.build(design, keys, index.kernels))
             index._choose_kernels()
         return index
 
     @property
     def kernels(self) -> ModuleType:
         """The kernel module its queries run now (numpy's or numba's)."""
-        return self._kernels
+        return self._choice.module
 
     def _choose_kernels(self) -> ModuleType:
         """Ask which kernels fit the index's size now; rewrap the runs if they change."""
-        self._generation = kernels.generation
-        kern = kernels.choose(len(self))
-        if kern is not self._kernels:
-            kern.warm_up()
-            self._runs = [run.for_kernels(kern) for run in self._runs]
-            self._kernels = kern
-        return kern
+        if self._choice.update(len(self)):
+            self._runs = [run.for_kernels(self._choice.module) for run in self._runs]
+        return self._choice.module
 
     def fingerprints(self) -> np.ndarray:
         """Every stored fingerprint (unsorted)."""
@@ -190,7 +184,7 @@ class BlockIndex:
         k = self._check_k(k)
         q = np.uint64(fp)
         out = self._out
-        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
+        kern = self._choose_kernels() if self._choice.stale else self._choice.module
         while True:
             n = 0
             for run in self._runs:
@@ -207,7 +201,7 @@ class BlockIndex:
         k = self._check_k(k)
         qs = np.asarray(fps, dtype=np.uint64)
         cap = _OUT_CAP
-        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
+        kern = self._choose_kernels() if self._choice.stale else self._choice.module
         while True:
             out = np.empty((len(qs), 2, cap), dtype=np.uint64)  # only out[i, :, :n[i]] is read
             n = np.zeros(len(qs), dtype=np.int64)
@@ -229,10 +223,10 @@ class BlockIndex:
         keys = []
         for p in self._perm:
             row = np.empty(len(fps), dtype=np.uint64)
-            self._kernels.permute(fps, p, row)
+            self.kernels.permute(fps, p, row)
             row.sort()  # in place
             keys.append(row)
-        return Run.build(self.design, tuple(keys), self._kernels)
+        return Run.build(self.design, tuple(keys), self.kernels)
 
     def _merge_last(self, count: int) -> None:
         """Replace the last ``count`` runs by their merge, one table at a time."""
@@ -249,11 +243,11 @@ class BlockIndex:
             while parts:
                 part = parts.pop(0)
                 out = np.empty(len(row) + len(part), dtype=np.uint64)
-                self._kernels.merge(row, part, out)
+                self.kernels.merge(row, part, out)
                 row = out
                 del part, out  # free the merged rows before building the next table's row
             merged.append(row)
-        self._runs.append(Run.build(self.design, tuple(merged), self._kernels))
+        self._runs.append(Run.build(self.design, tuple(merged), self.kernels))
 
     def _merge_small_runs(self) -> None:
         runs = self._runs

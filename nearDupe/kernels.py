@@ -108,6 +108,32 @@ def choose(pages: int, *, sample: bool = False) -> ModuleType:
     return _kernels_numpy
 
 
+class Choice:
+    """The kernels one index runs: chosen by its size, chosen again (:meth:`update`) as it
+    grows or once numba's kernels are loaded or forced (:attr:`stale`)."""
+
+    def __init__(self, *, sample: bool = False) -> None:
+        self.sample = sample
+        self.generation = generation
+        self.module = choose(0, sample=sample)
+        self.module.warm_up()
+
+    @property
+    def stale(self) -> bool:
+        """Whether the kernels loaded or forced changed since the last choice."""
+        return self.generation != generation
+
+    def update(self, pages: int) -> bool:
+        """Choose for an index of ``pages``; whether the choice changed (then warmed up)."""
+        self.generation = generation
+        kern = choose(pages, sample=self.sample)
+        if kern is self.module:
+            return False
+        kern.warm_up()
+        self.module = kern
+        return True
+
+
 def _prepare() -> None:
     """Load numba's kernels in the background if they are compiled, else compile them in a
     background process; at most once every _RECHECK_SECONDS."""

@@ -91,9 +91,7 @@ class SampleIndex:
         self._runs: list[Run] = []
         self._buffer = np.zeros(buffer_size, dtype=np.uint64)
         self._buffered = 0
-        self._generation = kernels.generation
-        self._kernels = kernels.choose(0, sample=True)
-        self._kernels.warm_up()
+        self._choice = kernels.Choice(sample=True)
 
     def __len__(self) -> int:
         return sum(len(run) for run in self._runs) + self._buffered
@@ -101,16 +99,12 @@ class SampleIndex:
     @property
     def kernels(self) -> ModuleType:
         """The kernel module its lookups run now (numpy's or numba's)."""
-        return self._kernels
+        return self._choice.module
 
     def _choose_kernels(self) -> ModuleType:
         """Ask which kernels fit the index's size now (runs are the same for both)."""
-        self._generation = kernels.generation
-        kern = kernels.choose(len(self), sample=True)
-        if kern is not self._kernels:
-            kern.warm_up()
-            self._kernels = kern
-        return kern
+        self._choice.update(len(self))
+        return self._choice.module
 
     @property
     def nbytes(self) -> int:
@@ -132,13 +126,13 @@ class SampleIndex:
         packed = entries(ids, hashes)
         if packed.size:
             packed.sort()
-            self._runs.append(Run.of(packed, self._kernels))
+            self._runs.append(Run.of(packed, self.kernels))
             self._merge_small_runs()
 
     def flush(self) -> None:
         """Turn the insert buffer into a sorted run."""
         if self._buffered:
-            self._runs.append(Run.of(np.sort(self._buffer[: self._buffered]), self._kernels))
+            self._runs.append(Run.of(np.sort(self._buffer[: self._buffered]), self.kernels))
             self._buffered = 0
             self._merge_small_runs()
 
@@ -151,7 +145,7 @@ class SampleIndex:
         order = np.argsort(prefixes)
         ordered = prefixes[order]
         cap = _OUT_CAP
-        kern = self._kernels if self._generation == kernels.generation else self._choose_kernels()
+        kern = self._choose_kernels() if self._choice.stale else self._choice.module
         while True:
             which, found = np.empty(cap, dtype=np.intp), np.empty(cap, dtype=np.uint32)
             n = 0
@@ -167,7 +161,7 @@ class SampleIndex:
         self.flush()
         while len(self._runs) > 1:
             self._merge_last_two()
-        return self._runs[0] if self._runs else Run.of(np.zeros(0, dtype=np.uint64), self._kernels)
+        return self._runs[0] if self._runs else Run.of(np.zeros(0, dtype=np.uint64), self.kernels)
 
     @classmethod
     def from_run(cls, run: Run) -> SampleIndex:
@@ -189,5 +183,5 @@ class SampleIndex:
         n = len(a) + len(b)
         starts = np.empty(SLOTS + 1, dtype=np.int64)
         low, ids = np.empty(n, dtype=np.uint16), np.empty(n, dtype=np.uint32)
-        self._kernels.merge_runs(a.starts, a.low, a.ids, b.starts, b.low, b.ids, starts, low, ids)
+        self.kernels.merge_runs(a.starts, a.low, a.ids, b.starts, b.low, b.ids, starts, low, ids)
         self._runs[-2:] = [Run(starts, low, ids)]
