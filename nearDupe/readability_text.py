@@ -6,7 +6,9 @@ import copy
 import logging
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
+import lxml.etree
 import lxml.html
 from readability import Document
 from readability.readability import REGEXES
@@ -71,6 +73,46 @@ _FURNITURE_CLASS = re.compile(
     r"disclaimer|(?:^|[\s_-])meta(?:$|[\s_-])",
     re.I,
 )
+
+
+_DIV_TO_P = REGEXES["divToPElementsRe"]
+#: The tags readability's _DIV_TO_P finds in a <div>'s serialised children, as the first
+#: letters of a tag name (its pattern is matched case-blind, and escapes all else).
+_BLOCK_TAGS = (b"blockquote", b"dl", b"div", b"img", b"ol", b"p", b"table", b"ul")
+
+
+def _holds_block(elem: lxml.html.HtmlElement) -> bool:
+    """Whether readability's _DIV_TO_P matches the serialised children of ``elem``: a
+    descendant's start tag names a block (escaped text and attributes never match), or a
+    comment or processing instruction holds one."""
+    for node in elem.iterdescendants():
+        tag = node.tag
+        if isinstance(tag, str):
+            if tag.encode("utf-8").lower().startswith(_BLOCK_TAGS):
+                return True
+        elif _DIV_TO_P.search(str(lxml.etree.tostring(node, encoding="utf-8", with_tail=False))):
+            return True
+    return False
+
+
+@lru_cache(maxsize=4096)
+def _class_weight(class_: str | None, id_: str | None) -> int:
+    """readability's weight of an element's class and id (without keyword lists)."""
+    weight = 0
+    for feature in (class_, id_):
+        if feature:
+            weight -= 25 if REGEXES["negativeRe"].search(feature) else 0
+            weight += 25 if REGEXES["positiveRe"].search(feature) else 0
+    return weight
+
+
+@lru_cache(maxsize=4096)
+def _unlikely(names: str) -> bool:
+    """Whether class and id ``names`` make their element an unlikely candidate."""
+    return bool(
+        REGEXES["unlikelyCandidatesRe"].search(names)
+        and not REGEXES["okMaybeItsACandidateRe"].search(names)
+    )
 
 
 class BlockReadability(Document):
@@ -163,7 +205,49 @@ class BlockReadability(Document):
             output.insert(i, rival)
         return output
 
-    # The two methods below are readability's own, made cheaper for large pages.
+    # The methods below are readability's own, made cheaper for large pages: a page repeats
+    # its class names, whose regular expressions are matched once.
+
+    def transform_misused_divs_into_paragraphs(self) -> None:
+        # readability serialises each <div>'s children to look for a block tag in them (for
+        # nested <div>s, the page again and again); the same look, without serialising.
+        for elem in self.tags(self.html, "div"):
+            if not _holds_block(elem):
+                elem.tag = "p"
+        inline = {"a", "b", "cite", "code", "em", "font", "i", "small", "span", "strong"}
+        inline |= {"sub", "sup", "u"}
+        for elem in self.tags(self.html, "div"):
+            children = list(elem)
+            paragraph = None
+            if elem.text and elem.text.strip():
+                paragraph = lxml.html.fragment_fromstring("<p/>")
+                paragraph.text, elem.text = elem.text, None
+                elem.insert(0, paragraph)
+            for child in children:
+                if child.tag == "br":
+                    paragraph = None
+                    continue
+                if child.tag not in inline or _DIV_TO_P.search(
+                    lxml.etree.tounicode(child, method="html")
+                ):
+                    paragraph = None
+                    continue
+                if paragraph is None:
+                    paragraph = lxml.html.fragment_fromstring("<p/>")
+                    child.addprevious(paragraph)
+                paragraph.append(child)
+            for pos, child in reversed(list(enumerate(elem))):
+                if child.tail and child.tail.strip():
+                    tail = lxml.html.fragment_fromstring("<p/>")
+                    tail.text, child.tail = child.tail, None
+                    elem.insert(pos + 1, tail)
+                if child.tag == "br":
+                    child.drop_tree()
+
+    def class_weight(self, e: lxml.html.HtmlElement) -> int:
+        if self.positive_keywords or self.negative_keywords:
+            return int(super().class_weight(e))
+        return _class_weight(e.get("class"), e.get("id"))
 
     def get_link_density(self, elem: lxml.html.HtmlElement) -> float:
         link_length = sum(text_length(link) for link in elem.iterdescendants("a"))
@@ -174,8 +258,7 @@ class BlockReadability(Document):
             names = class_id(elem)
             if (
                 len(names) >= 2
-                and REGEXES["unlikelyCandidatesRe"].search(names)
-                and not REGEXES["okMaybeItsACandidateRe"].search(names)
+                and _unlikely(names)
                 and elem.tag not in ("html", "body")
                 and not elem.xpath("ancestor-or-self::pre | ancestor-or-self::code")
                 and not elem.xpath(
