@@ -16,10 +16,14 @@ _holders = 0
 
 
 def freeze() -> None:
-    """Collect the garbage there is, then freeze every object alive (modules, the compiled
-    kernels, the crawler): full collections during the crawl skip them."""
+    """Collect the young garbage, then freeze every object alive (modules, the compiled
+    kernels, the crawler): full collections during the crawl skip them.
+
+    The collection is of the young generations only: in a crawl process at start a full one
+    finds nothing more (0 objects after the young ones' 219) and took 0.1 s, 0.5 s on a busy
+    machine, while the crawl's first requests waited."""
     global _holders
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
     _holders += 1
 
