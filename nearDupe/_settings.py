@@ -58,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_SKIP_MIRRORS": False,
     "NEARDUPE_MIRROR_SHARE": 0.9,
     "NEARDUPE_MIRROR_PAGES": 20,
+    # Follow the links a page dropped as a copy yields to its own host (nearDupe/copylinks.py).
+    "NEARDUPE_FOLLOW_COPIES": True,
 }
 
 _PREFIX = "NEARDUPE_"
@@ -93,6 +95,7 @@ class Config:
     skip_mirrors: bool
     mirror_share: float
     mirror_pages: int
+    follow_copies: bool
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -139,6 +142,7 @@ class Config:
             skip_mirrors=read.boolean("NEARDUPE_SKIP_MIRRORS"),
             mirror_share=read.number("NEARDUPE_MIRROR_SHARE", 0.0, 1.0, open_low=True),
             mirror_pages=read.whole("NEARDUPE_MIRROR_PAGES", 1, 10**6),
+            follow_copies=read.boolean("NEARDUPE_FOLLOW_COPIES"),
         )
 
     @property

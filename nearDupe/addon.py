@@ -9,13 +9,15 @@ from nearDupe.logformatter import NearDupeLogFormatter
 
 #: Component -> (setting, priority). The downloader middleware sits close to the engine so it
 #: sees final, decompressed responses after redirects; the mirror skipper sees requests after
-#: the offsite filter, before robots.txt's (none fetched for a mirror); the spider middleware
-#: sits last before the engine so it sees the items other spider middlewares let through; the
+#: the offsite filter, before robots.txt's (none fetched for a mirror); the spider middlewares
+#: sit last before the engine so they see the items and requests other spider middlewares let
+#: through (the copy-link holder last: it sees what the item linker tagged); the
 #: pipeline runs early so dropped items never reach storage pipelines.
 COMPONENTS = {
     "nearDupe.middleware.NearDupeDownloaderMiddleware": ("DOWNLOADER_MIDDLEWARES", 100),
     "nearDupe.mirrors.MirrorSkipMiddleware": ("DOWNLOADER_MIDDLEWARES", 60),
     "nearDupe.links.NearDupeSpiderMiddleware": ("SPIDER_MIDDLEWARES", 25),
+    "nearDupe.copylinks.CopyLinksMiddleware": ("SPIDER_MIDDLEWARES", 20),
     "nearDupe.pipeline.NearDupePipeline": ("ITEM_PIPELINES", 100),
     "nearDupe.logstats.NearDupeLogStats": ("EXTENSIONS", 500),
 }

@@ -33,6 +33,13 @@ class StoreUnavailable(NearDupeError):
 class NearDuplicate(DropItem):
     """The item's page is a near-duplicate of a page already kept; Scrapy counts it per class."""
 
+    def __init__(
+        self, message: str, log_level: str | None = None, duplicate_of: str | None = None
+    ) -> None:
+        super().__init__(message, log_level=log_level)
+        #: The URL of the stored page the item's page copies.
+        self.duplicate_of = duplicate_of
+
 
 class SettingsError(NearDupeError, ValueError):
     """A NEARDUPE_* setting has a value nearDupe cannot use."""

@@ -150,7 +150,7 @@ class NearDupePipeline:
         decision, text = await self._decide(item)
         record(self.stats, self.report, decision)
         if decision.decision == "dropped":
-            raise NearDuplicate(decision.message, log_level="INFO")
+            raise NearDuplicate(decision.message, "INFO", decision.duplicate_of)
         if text is not None and self.config.text_item_field:
             self._give_text(item, self.config.text_item_field, text)
         return item
