@@ -1,10 +1,11 @@
 """Links of copies (NEARDUPE_FOLLOW_COPIES = False): the requests a page dropped as a copy of
-another page yields to its own host are not scheduled.
+another host's page yields to its own host are not scheduled.
 
 A spider yields a page's requests before the pipeline decides the page's items, so this spider
 middleware holds the requests to the page's own host until the first of its items is decided:
-dropped as a copy of another URL, they are not scheduled (counted, one INFO line per host);
-anything else (kept, skipped, dropped by another pipeline, an item error) schedules them.
+dropped as a copy of another host's page, they are not scheduled (counted, one INFO line per
+host); anything else (kept, skipped, a copy of a page of its own host such as a print view or a
+re-crawled page, dropped by another pipeline, an item error) schedules them.
 Requests to other hosts, requests whose ``meta`` marks their target as new (:data:`NEW_META_KEY`)
 and every request of a page nearDupe did not fingerprint, or that yields no item, pass at
 once. Holding costs no CPU: nothing is looked up, the item signals carry the verdict.
@@ -24,6 +25,7 @@ from scrapy.http import Request, Response
 from nearDupe.analysis import META_KEY
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDuplicate
+from nearDupe.mirrors import copied_host
 from nearDupe.sitetemplate import site_of
 
 if TYPE_CHECKING:
@@ -44,13 +46,13 @@ class _Page:
     host: str
     items: int = 0  # items yielded and not yet out of the pipelines
     decided: bool = False
-    copy_of: str | None = None  # the other page it was dropped as a copy of
+    copy_of: str | None = None  # the other host's page it was dropped as a copy of
     held: list[Request] = field(default_factory=list)  # waiting for the verdict
 
 
 class CopyLinksMiddleware:
-    """Spider middleware: a copy's requests to its own host wait for its verdict, and are not
-    scheduled if it was dropped as a copy."""
+    """Spider middleware: a page's requests to its own host wait for its verdict, and are not
+    scheduled if it was dropped as a copy of another host's page."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -120,7 +122,7 @@ class CopyLinksMiddleware:
 
     def _done(self, item: Any, final: bool, exception: BaseException | None = None) -> None:
         """One item of a page left the pipelines: if ``final``, its outcome is the page's
-        verdict (a copy if ``exception`` drops it as a copy of another URL); else the
+        verdict (a copy if ``exception`` drops it as a copy of another host's page); else the
         page's last item decides."""
         entry = self._items.get(id(item))
         if entry is None or entry[0] is not item:
@@ -131,8 +133,8 @@ class CopyLinksMiddleware:
         if page.decided or not (final or page.items == 0):
             return
         page.decided = True
-        if isinstance(exception, NearDuplicate) and exception.duplicate_of != page.url:
-            page.copy_of = exception.duplicate_of  # not a re-crawl's copy of the page itself
+        if isinstance(exception, NearDuplicate) and copied_host(page.host, exception.duplicate_of):
+            page.copy_of = exception.duplicate_of
         if page in self._waiting:
             self._waiting.discard(page)
             self._schedule(self._verdict_allows(page, page.held))

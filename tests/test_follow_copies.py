@@ -1,6 +1,7 @@
 """Real crawls of three loopback hosts with NEARDUPE_FOLLOW_COPIES = False: the links a page
-dropped as a copy yields to its own host are not followed; a kept page's links, a copy's links
-to other hosts or to pages marked new, and a re-crawl's pages (copies of themselves) are."""
+dropped as a copy of another host's page yields to its own host are not followed; a kept page's
+links, a copy's links to other hosts or to pages marked new, and the links of a copy of a page of
+its own host (a print view, a re-crawled page) are."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from tests.test_crawl_mirrors import story
 
 #: Each host on its own loopback address.
 HOSTS = {"orig": "127.0.0.31", "copy": "127.0.0.32", "other": "127.0.0.33"}
-#: The original's stories, a chain: its home page links to the first, each to the next.
+#: The original's stories, a chain: its home page links to the first, each to the next; the
+#: third also to its print view (a copy on its own host), which links to a story of its own.
 STORIES = 7
+PRINT = {"/p2", "/extra"}
 
 
 def html(host: str, seed: str | None, links: list[str]) -> Page:
@@ -47,6 +50,9 @@ def sites(other_url: str) -> dict[str, dict[str, Page]]:
     orig = {"/": html("orig", None, ["/s0"])}
     for i in range(STORIES):
         orig[f"/s{i}"] = html("orig", f"orig-{i}", [f"/s{i + 1}"] if i + 1 < STORIES else [])
+    orig["/s2"] = html("orig", "orig-2", ["/s3", "/p2"])
+    orig["/p2"] = html("orig", "orig-2", ["/extra"])
+    orig["/extra"] = html("orig", "orig-extra", [])
     copy = {
         "/": html("copy", None, ["/c0", "/k0"]),
         "/c0": html("copy", "orig-0", ["/c1", "rel=new:/fresh", f"{other_url}/x"]),
@@ -79,10 +85,10 @@ def crawl(
     tmp_path: Path, servers: dict[str, str], hosts: list[str], **settings: Any
 ) -> CrawlResult:
     """Each host's home page, and every page its links lead to, one host after the other."""
-    starts = ",".join(f"{servers[host]}/" for host in hosts)
+    phases = ";".join(f"{servers[host]}/" for host in hosts)
     result = run_crawl(
         tmp_path,
-        ["runspider", "tests/spiders/phased.py", "-a", f"starts={starts}"],
+        ["runspider", "tests/spiders/phased.py", "-a", f"phases={phases}"],
         {"NEARDUPE_FOLLOW_COPIES": False, **settings},
     )
     assert result.returncode == 0 and result.stats["finish_reason"] == "finished", result.log
@@ -102,13 +108,14 @@ def test_links_of_copies_to_their_host_are_not_followed(
     new and a copy's link to another host are followed; every unique page is kept."""
     result = crawl(tmp_path / "first", servers, ["orig", "copy"])
     stories = {f"/s{i}" for i in range(STORIES)}
-    assert fetched(result, servers, "orig") == stories  # a kept page's links all go through
+    # A kept page's links all go through, and so do those of a copy on its own host.
+    assert fetched(result, servers, "orig") == stories | PRINT
     assert fetched(result, servers, "copy") == {"/c0", "/k0", "/k1", "/c5", "/fresh"}
     assert fetched(result, servers, "other") == {"/x"}
     assert result.stats["neardupe/copy_links/skipped"] == 2  # /c0 -> /c1, /c5 -> /c6
-    assert result.stats["neardupe/dropped"] == 2
+    assert result.stats["neardupe/dropped"] == 3  # /p2, /c0, /c5
     kept = {line["url"] for line in result.report if line["decision"] == "kept"}
-    unique = {servers["orig"] + p for p in stories} | {
+    unique = {servers["orig"] + p for p in stories | {"/extra"}} | {
         servers["copy"] + p for p in ("/k0", "/k1", "/fresh")
     }
     assert kept == unique | {servers["other"] + "/x"}
@@ -124,10 +131,10 @@ def test_links_of_copies_to_their_host_are_not_followed(
     assert "neardupe/copy_links/skipped" not in plain.stats
     assert "Disabled nearDupe.copylinks" not in plain.log  # on by default, and quietly
 
-    # A re-crawl: each stored page is a copy of itself, no copy of another page.
+    # A re-crawl: each stored page is a copy of itself, on its own host.
     again = crawl(
         tmp_path / "again", servers, ["orig"], NEARDUPE_INDEX=tmp_path / "first" / "index"
     )
-    assert fetched(again, servers, "orig") == stories
-    assert again.stats["neardupe/dropped"] == STORIES
+    assert fetched(again, servers, "orig") == stories | PRINT
+    assert again.stats["neardupe/dropped"] == STORIES + len(PRINT)
     assert "neardupe/copy_links/skipped" not in again.stats

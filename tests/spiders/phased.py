@@ -1,5 +1,6 @@
-"""Crawl ``-a starts=URL,URL,…`` in phases: each start URL, and every page its links lead to on
-any host, once the crawl of the one before went idle (its pages fetched and decided). One item
+"""Crawl ``-a phases=URL,URL;URL,…`` in phases: each phase's start URLs (``,``), and every page
+their links lead to on any host, once the crawl of the phase before (``;``) went idle (its pages
+fetched and decided). One item
 per page with an ``<article>``; a link with ``rel="new"`` is marked as leading to a new page
 (``nearDupe.copylinks.NEW_META_KEY``)."""
 
@@ -21,9 +22,9 @@ class PhasedSpider(Spider):
 
     name = "phased"
 
-    def __init__(self, starts: str = "", **kwargs: Any) -> None:
+    def __init__(self, phases: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.starts = [u for u in starts.split(",") if u]
+        self.phases = [[u for u in phase.split(",") if u] for phase in phases.split(";")]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> PhasedSpider:
@@ -34,8 +35,8 @@ class PhasedSpider(Spider):
 
     async def start(self) -> AsyncIterator[Request]:
         """The first phase."""
-        if self.starts:
-            yield Request(self.starts.pop(0), callback=self.parse)
+        for url in self.phases.pop(0) if self.phases else []:
+            yield Request(url, callback=self.parse)
 
     def parse(self, response: Response) -> Iterator[dict[str, str] | Request]:
         """The page's item if it is an article, and a request for each of its links."""
@@ -48,8 +49,9 @@ class PhasedSpider(Spider):
         yield from new
 
     def next_phase(self) -> None:
-        """The crawl went idle: the next start URL, if any."""
-        if self.starts:
+        """The crawl went idle: the next phase's start URLs, if any."""
+        if self.phases:
             assert self.crawler.engine is not None
-            self.crawler.engine.crawl(Request(self.starts.pop(0), callback=self.parse))
+            for url in self.phases.pop(0):
+                self.crawler.engine.crawl(Request(url, callback=self.parse))
             raise DontCloseSpider
