@@ -29,7 +29,9 @@ def _looping_call(func: Any) -> Any:
 
 def counts_line(stats: dict[str, Any], rate: float | None = None, final: bool = False) -> str:
     """``nearDupe: 120 items seen (60/min), 80 kept, 30 dropped, 10 skipped (tiny-text 10);
-    index holds 80 pages``: the progress line, and at the end (``final``) the summary."""
+    index holds 80 pages`` (and, when the crawl budget settings saved any, ``; not fetched:
+    8 requests to mirror hosts, 30 links of copies``): the progress line, and at the end
+    (``final``) the summary."""
     seen = stats.get("neardupe/seen", 0)
     skipped = {
         name.rsplit("/", 1)[1]: n
@@ -48,6 +50,13 @@ def counts_line(stats: dict[str, Any], rate: float | None = None, final: bool = 
     size = stats.get("neardupe/index_size")
     if size is not None:
         line += f"; index holds {plural(size, 'page')}"
+    mirrors = stats.get("neardupe/mirror/skipped", 0)
+    links = stats.get("neardupe/copy_links/skipped", 0)
+    if mirrors or links:
+        line += (
+            f"; not fetched: {plural(mirrors, 'request')} to mirror hosts, "
+            f"{plural(links, 'link')} of copies"
+        )
     return line
 
 

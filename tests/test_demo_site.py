@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from difflib import SequenceMatcher
 from pathlib import Path
 from urllib.error import HTTPError
+from urllib.parse import urlsplit
 from urllib.request import urlopen
 
 import pytest
 from scrapy import Selector
 
 from spiders.demosite.content import SITES, placements
+from spiders.demosite.mirrors import ADDRESSES
 from spiders.demosite.server import DemoSiteServer
 from spiders.spiders.pages import PagesSpider
 from tests import crawl
@@ -145,8 +147,17 @@ def test_server_start_stop() -> None:
 
 
 def test_demo_spider_yields_every_article_page(tmp_path: Path) -> None:
-    items = scrapy_items(["crawl", "demo"], tmp_path)
-    assert len(items) == ARTICLE_PAGES
+    """Every article page of the network, then of the hosts that copy it (no add-on: none is
+    skipped): a full mirror, a near mirror with 2 stories of its own, a partner of 6."""
+    crawled = scrapy_items(["crawl", "demo"], tmp_path)
+    by_host = Counter(urlsplit(item["url"]).hostname for item in crawled)
+    assert by_host == {
+        "127.0.0.1": ARTICLE_PAGES,
+        ADDRESSES["mirror"]: ARTICLE_PAGES,
+        ADDRESSES["near-mirror"]: ARTICLE_PAGES + 2,
+        ADDRESSES["partner"]: 6,
+    }
+    items = [item for item in crawled if urlsplit(item["url"]).hostname == "127.0.0.1"]
     assert len({item["url"] for item in items}) == ARTICLE_PAGES
     for item in items:
         assert set(item) == {"url", "title", "text", "site"}

@@ -7,6 +7,7 @@ import json
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -120,10 +121,17 @@ class _Server(ThreadingHTTPServer):
 
 
 class DemoSiteServer:
-    """The demo news network on a local port; use as a context manager or start()/stop()."""
+    """The demo news network (or other ``routes``) on a local port; use as a context manager
+    or start()/stop()."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        routes: Callable[[], dict[str, Resource]] = build_routes,
+    ) -> None:
         self._address = (host, port)
+        self._routes = routes
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -138,7 +146,7 @@ class DemoSiteServer:
     def start(self) -> DemoSiteServer:
         """Bind the port and serve from a background thread."""
         if self._httpd is None:
-            self._httpd = _Server(self._address, build_routes())
+            self._httpd = _Server(self._address, self._routes())
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, name="demosite", daemon=True
             )
