@@ -9,6 +9,7 @@ from scrapy.settings import Settings
 
 from nearDupe._settings import Config
 from nearDupe.errors import SettingsError
+from nearDupe.logstats import counts_line
 from nearDupe.mirrors import HostCount, MirrorRule, copied_host, counted
 from nearDupe.store import EmbeddedStore
 from nearDupe.store.sites import read_mirrors
@@ -55,12 +56,30 @@ def test_a_copy_on_its_own_host_is_no_copy_of_another() -> None:
 
 
 def test_settings_are_checked() -> None:
-    """Defaults, and a share or a page count out of range refused."""
+    """Defaults, and a share or a page count out of range, or a follow that is no boolean,
+    refused."""
     config = Config.from_settings(Settings())
     assert (config.skip_mirrors, config.mirror_rule) == (False, MirrorRule(0.9, 20))
-    for name, value in [("NEARDUPE_MIRROR_SHARE", 0), ("NEARDUPE_MIRROR_PAGES", 0)]:
+    assert config.follow_copies is True
+    assert Config.from_settings(Settings({"NEARDUPE_FOLLOW_COPIES": "0"})).follow_copies is False
+    for name, value in [
+        ("NEARDUPE_MIRROR_SHARE", 0),
+        ("NEARDUPE_MIRROR_PAGES", 0),
+        ("NEARDUPE_FOLLOW_COPIES", "sometimes"),
+    ]:
         with pytest.raises(SettingsError, match=name):
             Config.from_settings(Settings({name: value}))
+
+
+def test_the_summary_line_names_the_requests_the_crawl_budget_saved() -> None:
+    """``; not fetched: …`` once a mirror's request or a copy's link was not fetched."""
+    stats = {"neardupe/seen": 3, "neardupe/kept": 1, "neardupe/dropped": 2}
+    assert "not fetched" not in counts_line(stats, final=True)
+    stats |= {"neardupe/mirror/skipped": 8, "neardupe/copy_links/skipped": 1}
+    assert counts_line(stats, final=True) == (
+        "nearDupe: 3 items seen, 1 kept, 2 dropped as near-duplicates, 0 skipped; not "
+        "fetched: 8 requests to mirror hosts, 1 link of copies"
+    )
 
 
 def test_hosts_are_counted_as_the_python_rule(backend: Backend) -> None:
