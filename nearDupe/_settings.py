@@ -15,7 +15,7 @@ from nearDupe.designs import Design, known_designs
 from nearDupe.errors import SettingsError
 from nearDupe.features import FeatureSettings
 from nearDupe.mirrors import MirrorRule
-from nearDupe.store import is_redis_url, public_location
+from nearDupe.store import is_redis_url, public_location, recrawl
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
 #: Default k, for both backends: the paper's k=3, whose 4-table design answers a lookup from a
@@ -60,6 +60,9 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_MIRROR_PAGES": 20,
     # Follow the links a page dropped as a copy yields to its own host (nearDupe/copylinks.py).
     "NEARDUPE_FOLLOW_COPIES": True,
+    # A page seen again under a URL the index holds: "drop" it (as already-stored), or keep
+    # it if it "changed" (storing it in place of the URL's version) and drop it if not.
+    "NEARDUPE_RECRAWL": recrawl.DROP,
 }
 
 _PREFIX = "NEARDUPE_"
@@ -96,6 +99,7 @@ class Config:
     mirror_share: float
     mirror_pages: int
     follow_copies: bool
+    recrawl: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Config:
@@ -143,6 +147,7 @@ class Config:
             mirror_share=read.number("NEARDUPE_MIRROR_SHARE", 0.0, 1.0, open_low=True),
             mirror_pages=read.whole("NEARDUPE_MIRROR_PAGES", 1, 10**6),
             follow_copies=read.boolean("NEARDUPE_FOLLOW_COPIES"),
+            recrawl=read.choice("NEARDUPE_RECRAWL", recrawl.MODES),
         )
 
     @property
@@ -258,6 +263,13 @@ class _Reader:
         if "\x00" in value:
             raise self.error(name, "expected a string without NUL characters")
         return value
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        """One of the strings ``allowed``."""
+        value = self._get(name)
+        if value not in allowed:
+            raise self.error(name, "expected one of " + ", ".join(map(repr, allowed)))
+        return str(value)
 
     def mapping(self, name: str) -> dict[str, Any]:
         """A dict, or its JSON text."""

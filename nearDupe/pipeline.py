@@ -24,6 +24,7 @@ from nearDupe.refusal import refuse
 from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
+from nearDupe.store.base import storable_key
 from nearDupe.workers import AnalysisTimeout, analyze_within
 
 if TYPE_CHECKING:
@@ -230,14 +231,16 @@ class NearDupePipeline:
 
     async def _stored_before(self, url: str, analysis: Analysis) -> bool:
         """Whether an earlier crawl recorded this unfingerprinted page under its URL and body
-        (its stored key, recorded now if not): a re-crawl drops what the index holds."""
+        (its stored key, recorded now if not): a re-crawl drops what the index holds. The key
+        is exact and claims no URL: an error page or a template-only response is not its
+        URL's page, and would otherwise hide the page from every later crawl."""
         if analysis.stored_key is None or not url or self.store is None:
             return False
         if time.monotonic() < self._down_until:
             return False
         key, signature = analysis.stored_key
         try:
-            match = await self.store.check_and_add(key, url, signature)
+            match = await self.store.check_and_add(key, url, signature, (), None)
         except Exception as exc:  # kept unchecked, as when the index is away
             self.stats.inc_value("neardupe/index_errors")
             logger.debug("nearDupe: the stored key of %s was not recorded: %s", url, exc)
@@ -319,6 +322,8 @@ class NearDupePipeline:
         rule (nearDupe/mirrors.py)."""
         if self.store is None or decision.reason not in (None, "shared-sentences"):
             return
+        if decision.recrawl is not None:  # counted when its URL was first decided
+            return
         host = site_of(decision.url)
         try:
             await self.store.record_host(
@@ -382,7 +387,8 @@ class NearDupePipeline:
         if time.monotonic() < self._down_until:
             return self._keep_unchecked(record)
         try:
-            match = await self.store.check_and_add(*record)
+            body = analysis.stored_key[0] if analysis.stored_key else None
+            match = await self.store.check_and_add(*record, self.config.recrawl, body)
         except Exception as exc:
             logger.error(
                 "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
@@ -398,7 +404,13 @@ class NearDupePipeline:
         if match is None:
             self.stats.inc_value("neardupe/index_size")
             return Decision(url, "kept", fp)
-        if await self._became_template(url, analysis, match.key):
+        seen = match.seen
+        if seen is not None and seen.replaced:
+            self.stats.inc_value("neardupe/index_size")
+            return Decision.changed(url, fp, seen)
+        if match.key == storable_key(url):  # its URL's version, or one stored before
+            return Decision.stored(url, fp, match)
+        if seen is None and await self._became_template(url, analysis, match.key):
             if await self._stored_before(url, analysis):
                 return Decision.stored(url)
             return Decision(url, "skipped", reason="template-text")

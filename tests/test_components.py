@@ -155,6 +155,11 @@ def test_report_lines_and_drop_message(tmp_path: Path) -> None:
         "duplicate_of": None,
         "distance": None,
         "reason": None,
+        "recrawl": None,
+        "stored_distance": None,
+        "stored_shared": None,
+        "first_stored": None,
+        "last_changed": None,
     }
     assert lines[1]["duplicate_of"] == "http://a/" and lines[1]["distance"] == 1
     assert lines[2]["reason"] == "not-html" and lines[2]["fingerprint"] is None

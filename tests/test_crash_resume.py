@@ -187,7 +187,8 @@ def test_kill_9_then_restart_with_and_without_jobdir(network, tmp_path: Path) ->
             if kept_url in decided:
                 assert decided[kept_url]["decision"] == "dropped"
                 assert decided[kept_url]["duplicate_of"] == kept_url
-                assert decided[kept_url]["distance"] == 0
+                assert decided[kept_url]["reason"] == "already-stored"
+                assert decided[kept_url]["stored_distance"] == 0
         with EmbeddedIndex(index_dir, PLUGIN_HEADER) as reopened:
             stored = [key.removeprefix(url) for _, key, _ in reopened.pages()]
         # Articles, and the unfingerprinted pages (the home page) recorded by their URL and body.

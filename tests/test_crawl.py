@@ -70,12 +70,15 @@ def test_second_crawl_on_same_index_drops_everything_already_stored(site, tmp_pa
     assert second.items == [], "a re-crawl of unchanged pages stores nothing again"
     assert second.stats["neardupe/dropped"] == 9 + len(skipped)
     assert "neardupe/kept" not in second.stats and "neardupe/skipped" not in second.stats
+    # A URL is one page: the kept pages and the skipped ones are dropped as already stored.
+    kept = [line["url"] for line in first.report if line["decision"] == "kept"]
     stored = {line["url"]: line for line in second.report if line["reason"] == "already-stored"}
-    assert set(stored) == set(skipped)
+    assert set(stored) == set(skipped) | set(kept)
     assert all(line["duplicate_of"] == url for url, line in stored.items())
-    assert second.stats["neardupe/dropped_by/already-stored"] == len(skipped)
+    assert all(line["recrawl"] == "unchanged" for line in stored.values())
+    assert second.stats["neardupe/dropped_by/already-stored"] == len(skipped) + len(kept)
     assert second.stats["neardupe/index_size"] == first.stats["neardupe/index_size"]
-    assert f"Dropped: already stored: {skipped[0]}" in second.log
+    assert f"Dropped: already stored (unchanged, distance 0): {skipped[0]}" in second.log
 
 
 def test_text_field_mode_with_worker_processes(site, tmp_path: Path) -> None:
@@ -182,8 +185,9 @@ def test_one_sentence_chinese_brief_with_a_typo_is_dropped_by_its_clauses(tmp_pa
 @pytest.mark.parametrize("backend", ["embedded", pytest.param("redis", marks=pytest.mark.redis)])
 def test_a_page_fetched_twice_in_one_crawl_is_stored_once(backend: str, tmp_path: Path) -> None:
     """The tutorial's spider fetches its start URL again from the first link back to it: the
-    second response is a copy of the first (its URL, distance 0), in one crawl as in the next,
-    while the two items of each response share that response's decision."""
+    second response is its URL's stored page (already stored, unchanged, distance 0), in one
+    crawl as in the next, while the two items of each response share that response's
+    decision."""
     from tests.mockserver import Page
     from tests.site import TEMPLATES, article
 
@@ -213,9 +217,11 @@ def test_a_page_fetched_twice_in_one_crawl_is_stored_once(backend: str, tmp_path
     # show that both items of one response share its decision.
     assert sorted(line["decision"] for line in lines) == ["dropped", "dropped", "kept", "kept"]
     drops = {
-        (line["duplicate_of"], line["distance"]) for line in lines if line["decision"] == "dropped"
+        (line["duplicate_of"], line["reason"], line["recrawl"], line["stored_distance"])
+        for line in lines
+        if line["decision"] == "dropped"
     }
-    assert drops == {(home_url, 0)}
+    assert drops == {(home_url, "already-stored", "unchanged", 0)}
     stored = [(item["url"], item["kind"]) for item in result.items]
     assert sorted(stored) == sorted(
         (server.url + path, kind) for path in pages for kind in ("page", "title")

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from nearDupe.mirrors import MirrorRule
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
+from nearDupe.store import recrawl
 from nearDupe.store.base import IndexHeader, Match, storable_key
 from nearDupe.store.droplog import Drop
 
@@ -28,11 +29,28 @@ class Store(Protocol):
     header: IndexHeader
 
     async def check_and_add(
-        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+        self,
+        fp: int,
+        key: str,
+        signature: int | None = None,
+        sentences: Sentences = (),
+        recrawl_mode: str | None = recrawl.DROP,
+        body: int | None = None,
     ) -> Match | None:
         """The nearest stored page within k that ``signature`` confirms (the header's
         confirm_k), else the page sharing the most of ``sentences`` (at least the
-        header's sentence_share of both); or None after recording the page atomically."""
+        header's sentence_share of both); or None after recording the page atomically,
+        with its URL ``key`` (and ``body``, the exact key of the response it was read
+        from: the same response again is unchanged whatever its analysis).
+
+        A URL the store holds is one page (``recrawl_mode`` set): its stored version is the
+        match, with ``Match.seen`` (nearDupe/store/recrawl.py); in mode ``changed`` a changed page
+        that copies no other stored page is recorded in the version's place, atomically
+        (``seen.replaced``). ``recrawl_mode=None`` (an unfingerprinted page's exact key)
+        neither reads nor claims the URL."""
+
+    async def version(self, key: str) -> recrawl.Version | None:
+        """What the store holds under URL ``key`` (None: no page claims it)."""
 
     async def query(
         self,
@@ -114,10 +132,22 @@ class EmbeddedStore:
         return await loop.run_in_executor(self._thread, func, *args)
 
     async def check_and_add(
-        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+        self,
+        fp: int,
+        key: str,
+        signature: int | None = None,
+        sentences: Sentences = (),
+        recrawl_mode: str | None = recrawl.DROP,
+        body: int | None = None,
     ) -> Match | None:
         """See :class:`Store`."""
-        return await self._run(self.index.check_and_add, fp, key, signature, sentences)
+        return await self._run(
+            self.index.check_and_add, fp, key, signature, sentences, recrawl_mode, body
+        )
+
+    async def version(self, key: str) -> recrawl.Version | None:
+        """See :class:`Store`."""
+        return await self._run(self.index.version, key)
 
     async def query(
         self,

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
+
+from xxhash import xxh3_64_intdigest
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
+
+if TYPE_CHECKING:
+    from nearDupe.store.recrawl import Seen
 
 
 def storable_key(key: str) -> str:
@@ -25,6 +30,16 @@ def storable_key(key: str) -> str:
             for c in key
         )
     return key
+
+
+#: Seed of the URL hashes that key the stores' URL tables.
+_URL_SEED = 0x0055_524C
+
+
+def url_hash(key: str) -> int:
+    """The 64-bit hash under which a store's URL table holds ``key`` (as storable_key
+    writes it)."""
+    return xxh3_64_intdigest(storable_key(key).encode("utf-8"), _URL_SEED)
 
 
 #: Version of the embedded index's on-disk layout, written in every index's header (not of
@@ -141,6 +156,10 @@ class Match:
     fingerprint: int
     distance: int | None
     shared: float | None = None
+    #: Set when the checked page's URL is one the index holds (see nearDupe/store/recrawl.py):
+    #: then the match is that URL's version (``key`` the URL), or, for a changed page, the
+    #: other page it copies.
+    seen: Seen | None = None
 
 
 @dataclass(frozen=True)

@@ -39,15 +39,17 @@ from typing import Any, TypeVar
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
 from nearDupe.shorttext import Sentences
-from nearDupe.store import droplog, embedded_files, embedded_sample, embedded_sqlite
+from nearDupe.store import droplog, embedded_files, embedded_sample, embedded_sqlite, recrawl
 from nearDupe.store.base import (
     Holder,
     IndexHeader,
     Match,
+    Sketch,
     confirmed,
     looked_up,
     sentence_matches,
     storable_key,
+    url_hash,
 )
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
@@ -145,28 +147,109 @@ class EmbeddedIndex:
             return found
 
     def check_and_add(
-        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+        self,
+        fp: int,
+        key: str,
+        signature: int | None = None,
+        sentences: Sentences = (),
+        recrawl_mode: str | None = recrawl.DROP,
+        body: int | None = None,
     ) -> Match | None:
         """The nearest stored page within k that ``signature`` confirms, else the page sharing
-        the most of ``sentences``; or None after recording the page as new."""
+        the most of ``sentences``; or None after recording the page as new, claiming its URL
+        (with ``body``, the exact key of the response it was read from).
+
+        With a ``recrawl_mode``, a URL the index holds is one page: the match is its stored
+        version (Match.seen says how the page compares), and nothing is recorded, unless the
+        mode is ``changed`` and the page changed: then it is recorded in the version's place
+        (``seen.replaced``) if it copies no other stored page (else that page is the match).
+        Without one (an unfingerprinted page's exact key) the URL table is left alone."""
+        by_url = bool(recrawl_mode and key)  # an item without a URL is no URL's page
         with self._lock:
-            match = next(self._confirmed(fp, self.k, signature), None)
-            if match is None:
-                holders = self._holders(sentences) if sentences else []
-                share = self.sentence_share
-                found = sentence_matches(sentences, holders, share) if holders else []
-                if not found:
-                    self._add(fp, key, signature, sentences, holders)
-                else:
-                    match = found[0]
+            held = self._version(key) if by_url else None
+            if held is None:
+                match, holders = self._copy(fp, signature, sentences)
+                if match is None:
+                    url = url_hash(key) if by_url else None
+                    self._add(fp, key, signature, sentences, holders, url, None, body)
+            else:
+                seen = recrawl.compare(
+                    held,
+                    fp,
+                    signature,
+                    sentences,
+                    body,
+                    k=self.k,
+                    confirm_k=self.confirm_k,
+                    share=self.sentence_share,
+                )
+                stored = storable_key(key)
+                match = Match(stored, held.fingerprint, seen.distance, seen.shared, seen)
+                if seen.changed and recrawl_mode == recrawl.CHANGED:
+                    copy, holders = self._copy(fp, signature, sentences, stored)
+                    if copy is None:
+                        first = held.first_stored
+                        url = url_hash(key)
+                        self._add(fp, key, signature, sentences, holders, url, first, body)
+                        match = replace(match, seen=replace(seen, replaced=True))
+                    else:
+                        match = replace(copy, seen=seen)
         self._commit_if_due()
         return match
 
-    def _confirmed(self, fp: int, k: int, signature: int | None) -> Iterator[Match]:
-        """Stored pages within k whose signature confirms ``signature``, nearest first (lazily:
-        check-and-add reads the stored keys of the first only)."""
+    def _copy(
+        self, fp: int, signature: int | None, sentences: Sentences, other_than: str | None = None
+    ) -> tuple[Match | None, list[Holder]]:
+        """The nearest stored page (not keyed ``other_than``) that the page copies, and the
+        stored pages recorded under its sentences."""
+        match = next(self._confirmed(fp, self.k, signature, other_than), None)
+        holders = self._holders(sentences) if sentences else []
+        if match is None and holders:
+            found = sentence_matches(sentences, holders, self.sentence_share)
+            match = next((m for m in found if m.key != other_than), None)
+        return match, holders
+
+    def version(self, key: str) -> recrawl.Version | None:
+        """What the index holds under URL ``key``, if it does."""
+        with self._lock:
+            return self._version(key)
+
+    def _version(self, key: str) -> recrawl.Version | None:
+        """See :meth:`version` (under the lock): the URL table's row, newest claim first, and
+        the page it names (which must carry the URL: a hash shared by two URLs is no hit)."""
+        signed = to_signed(url_hash(key))
+        url = self._unsaved.urls.get(signed) or self._committing.urls.get(signed)
+        if url is None:
+            url = self._db.execute(
+                "SELECT hash, page, first, changed, body FROM urls WHERE hash = ?", (signed,)
+            ).fetchone()
+            if url is None:
+                return None
+        _, page_id, first, changed, body = url
+        row = self._unsaved.by_id.get(page_id) or self._committing.by_id.get(page_id)
+        if row is None:
+            row = self._db.execute(
+                "SELECT id, fp, key, added, sig, letters, sketched, tails FROM pages WHERE id = ?",
+                (page_id,),
+            ).fetchone()
+        if row is None or row[2] != storable_key(key):
+            return None
+        _, page_fp, _, _, sig, page_letters, sketched, tails = row[:8]
+        sketch = (
+            None if page_letters is None else Sketch(page_letters, sketched or 0, tails or b"")
+        )
+        signature = None if sig is None else to_unsigned(sig)
+        exact = None if body is None else to_unsigned(body)
+        return recrawl.Version(to_unsigned(page_fp), signature, sketch, first, changed, exact)
+
+    def _confirmed(
+        self, fp: int, k: int, signature: int | None, other_than: str | None = None
+    ) -> Iterator[Match]:
+        """Stored pages within k whose signature confirms ``signature`` (not keyed
+        ``other_than``), nearest first (lazily: check-and-add reads the stored keys of the
+        first only)."""
         for found, d in _distinct(self.index.query(fp, k)):
-            key = self._confirmed_key(found, signature, d)
+            key = self._confirmed_key(found, signature, d, other_than)
             if key is not None:
                 yield Match(key, found, d)
 
@@ -186,11 +269,19 @@ class EmbeddedIndex:
         signature: int | None,
         sentences: Sentences,
         holders: list[Holder],
+        url: int | None = None,
+        first: float | None = None,
+        body: int | None = None,
     ) -> None:
+        """Record a page; with its ``url`` hash, as that URL's newest version (first stored
+        at ``first``, if earlier; read from a response of exact key ``body``): in the same
+        commit, so a crash never splits them."""
         key = storable_key(key)
         self.index.add(fp)
         page_id, self._next_id = self._next_id, self._next_id + 1
         hashes = self._unsaved.add(page_id, fp, key, signature, sentences, holders)
+        if url is not None:
+            self._unsaved.claim(url, page_id, first, body)
         self.sample.add(page_id, hashes)
 
     def _holders(self, sentences: Sentences) -> list[Holder]:
@@ -252,11 +343,13 @@ class EmbeddedIndex:
             for key, sig in [*rows, *committing, *unsaved]
         ]
 
-    def _confirmed_key(self, fp: int, signature: int | None, distance: int) -> str | None:
-        """The first key stored with ``fp`` (at ``distance``) whose signature confirms the
-        match, if any."""
+    def _confirmed_key(
+        self, fp: int, signature: int | None, distance: int, other_than: str | None = None
+    ) -> str | None:
+        """The first key (not ``other_than``) stored with ``fp`` (at ``distance``) whose
+        signature confirms the match, if any."""
         for key, stored in self._rows(fp):
-            if confirmed(stored, signature, distance, self.confirm_k):
+            if key != other_than and confirmed(stored, signature, distance, self.confirm_k):
                 return key
         return None
 

@@ -50,6 +50,9 @@ def connect(path: Path) -> sqlite3.Connection:
                 added REAL NOT NULL, sig INTEGER, letters INTEGER, sketched INTEGER,
                 tails BLOB, sample BLOB);
             CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
+            CREATE TABLE IF NOT EXISTS urls (
+                hash INTEGER PRIMARY KEY, page INTEGER NOT NULL, first REAL NOT NULL,
+                changed REAL, body INTEGER);
             """
             + droplog.SCHEMA
         )

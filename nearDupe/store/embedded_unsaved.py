@@ -1,4 +1,5 @@
-"""What an embedded index holds in memory until its next commit: pages, their samples, drops."""
+"""What an embedded index holds in memory until its next commit: pages, their samples, the
+URLs they claim, drops."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from nearDupe.store.embedded_sqlite import to_signed
 PageRow = tuple[
     int, int, str, float, int | None, int | None, int | None, bytes | None, bytes | None
 ]
+#: A URL as the next commit writes it into the URL table: its signed hash (base.url_hash),
+#: the id of its newest page, when it was first stored and last changed (None: never), the
+#: signed exact key of that page's response (None: unknown).
+UrlRow = tuple[int, int, float, float | None, int | None]
 
 
 class UnsavedPages:
@@ -30,6 +35,10 @@ class UnsavedPages:
         self.by_fp: dict[int, list[tuple[str, int | None]]] = {}
         #: page id -> the sample of each uncommitted page recorded under some sentence.
         self.samples: dict[int, Sampled] = {}
+        #: page id -> its row, for the URL table's lookups.
+        self.by_id: dict[int, PageRow] = {}
+        #: signed URL hash -> its row in the URL table (the newest claim).
+        self.urls: dict[int, UrlRow] = {}
         self.drops: list[droplog.Drop] = []
 
     def add(
@@ -55,8 +64,18 @@ class UnsavedPages:
             self.pages.append((*row, *sketch, pack(hashes)))
             if hashes:
                 self.samples[page_id] = Sampled(key, fp, sketch, frozenset(hashes))
+        self.by_id[page_id] = self.pages[-1]
         self.by_fp.setdefault(to_signed(fp), []).append((key, sig))
         return hashes
+
+    def claim(self, url: int, page_id: int, first: float | None, body: int | None) -> None:
+        """Hold page ``page_id`` (just added, read from a response of exact key ``body``) as
+        URL ``url``'s newest version: a URL first stored now, or one first stored at
+        ``first`` that changed now."""
+        added, signed = self.by_id[page_id][3], to_signed(url)
+        changed = None if first is None else added
+        key = None if body is None else to_signed(body)
+        self.urls[signed] = (signed, page_id, added if first is None else first, changed, key)
 
     def write(self, db: sqlite3.Connection) -> None:
         """Insert everything held into ``db``, uncommitted (it is still held: see clear)."""
@@ -65,6 +84,7 @@ class UnsavedPages:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             self.pages,
         )
+        db.executemany("INSERT OR REPLACE INTO urls VALUES (?, ?, ?, ?, ?)", self.urls.values())
         droplog.insert(db, self.drops)
 
     def __bool__(self) -> bool:
@@ -77,6 +97,8 @@ class UnsavedPages:
         for fp, rows in later.by_fp.items():
             self.by_fp.setdefault(fp, []).extend(rows)
         self.samples.update(later.samples)
+        self.by_id.update(later.by_id)
+        self.urls.update(later.urls)
         self.drops += later.drops
 
     def clear(self) -> None:
@@ -84,4 +106,6 @@ class UnsavedPages:
         self.pages.clear()
         self.by_fp.clear()
         self.samples.clear()
+        self.by_id.clear()
+        self.urls.clear()
         self.drops.clear()

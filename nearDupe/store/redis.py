@@ -113,6 +113,7 @@ deciding: :mod:`~nearDupe.store.redis_reading`; bulk load and listing:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -120,7 +121,7 @@ from typing import Any
 from nearDupe.mirrors import MirrorRule
 from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
-from nearDupe.store import droplog
+from nearDupe.store import droplog, recrawl
 from nearDupe.store.base import (
     Holder,
     Match,
@@ -128,6 +129,7 @@ from nearDupe.store.base import (
     sentence_matches,
     sketch_of,
     storable_key,
+    url_hash,
 )
 from nearDupe.store.redis_bulk import RedisBulkIndex
 from nearDupe.store.redis_leases import Pause, ReadAgain, Writes, acquire, commit, release
@@ -138,7 +140,38 @@ from nearDupe.store.redis_reading import (
     read,
     sentence_keys,
 )
-from nearDupe.store.redis_records import WRITER, record_id
+from nearDupe.store.redis_records import (
+    WRITER,
+    page_records,
+    record_id,
+    stored_head,
+    url_record,
+    url_records,
+)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """What one check-and-add asks: the page, and the URL rule (None: no URL)."""
+
+    fp: int
+    key: str
+    signature: int | None
+    sentences: Sentences
+    mode: str | None
+    body: int | None
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """One attempt's decision: what it read, the match (None: record the page), the URL
+    claim to write with the page, and the answer for a page that replaces its URL's
+    version."""
+
+    reading: Reading
+    match: Match | None
+    claim: bytes | None
+    replaced: Match | None = None
 
 
 @dataclass
@@ -161,19 +194,26 @@ class RedisStore(RedisBulkIndex):
     # -- the Store contract ----------------------------------------------------------------
 
     async def check_and_add(
-        self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
+        self,
+        fp: int,
+        key: str,
+        signature: int | None = None,
+        sentences: Sentences = (),
+        recrawl_mode: str | None = recrawl.DROP,
+        body: int | None = None,
     ) -> Match | None:
-        """The nearest stored page within k that ``signature`` confirms, else the page
-        sharing the most of ``sentences``; or None after recording the page atomically."""
+        """See :class:`~nearDupe.store.Store`: the URL's claim is written with the page, by
+        the same commit (which refuses it if the URL shard grew since it was read)."""
         key = storable_key(key)
         call = _Call(os.urandom(8))
+        check = _Check(fp, key, signature, sentences, recrawl_mode if key else None, body)
 
         async def attempt(_retried: bool) -> Match | None:
             pause = Pause(self.lease_seconds)
             while True:
                 await self._ensure_ready()
                 try:
-                    return await self._check_once(fp, key, signature, sentences, call)
+                    return await self._check_once(check, call)
                 except ReadAgain:  # read again what another crawler wrote meanwhile
                     # Holding no lease while waiting: two checks whose commits each found a
                     # bucket the other leased would otherwise refuse each other until a lease
@@ -183,11 +223,79 @@ class RedisStore(RedisBulkIndex):
 
         return await self._retrying("check_and_add", attempt)
 
-    async def _check_once(
-        self, fp: int, key: str, signature: int | None, sentences: Sentences, call: _Call
-    ) -> Match | None:
+    async def version(self, key: str) -> recrawl.Version | None:
+        """See :class:`~nearDupe.store.Store`."""
+        key = storable_key(key)
+
+        async def attempt(_retried: bool) -> recrawl.Version | None:
+            await self._ensure_ready()
+            shard = self.layout.url_key(url_hash(key))
+            values = await self.pipes.get_all([shard])
+            return await self._version(values[shard], key, b"")
+
+        return await self._retrying("version", attempt)
+
+    async def _version(self, shard: bytes, key: str, own: bytes) -> recrawl.Version | None:
+        """URL ``key``'s version in its URL shard ``shard``: its newest claim (not by this
+        check's ``own`` writer: a retry decides as its first attempt) whose page record is
+        there and carries the URL (a claim whose page an attempt removed, or a hash shared
+        by two URLs, is none)."""
+        layout = self.layout
+        for claim in reversed(url_records(shard, url_hash(key))):
+            if own and claim.writer == own:
+                continue
+            bucket = layout.page_key(claim.fp)
+            value = (await self.pipes.get_all([bucket]))[bucket]
+            for page in page_records(value, layout.page_key_top(bucket), [stored_head(claim.fp)]):
+                if page.fp == claim.fp and page.writer == claim.writer and page.key == key:
+                    sketch = page.sketch if page.sketch.letters else None
+                    changed = float(claim.changed) if claim.changed else None
+                    return recrawl.Version(
+                        claim.fp,
+                        page.signature,
+                        sketch,
+                        float(claim.first),
+                        changed,
+                        claim.body or None,
+                    )
+        return None
+
+    async def _decide(self, check: _Check, values: dict[str, bytes], own: bytes) -> _Decided:
+        """The decision on ``check`` from the buckets ``values`` (and the page buckets they
+        lead to): its match (None: to record), and the URL claim to write with the page."""
+        reading = await self._reading(values, check.fp, self.k, check.sentences, own)
+        if check.mode is None:
+            return _Decided(reading, self._match(reading, check), None)
+        url = url_hash(check.key)
+        held = await self._version(values[self.layout.url_key(url)], check.key, own)
+        now = time.time()
+        if held is None:
+            claim = url_record(url, check.fp, own, now, 0, check.body)
+            return _Decided(reading, self._match(reading, check), claim)
+        seen = recrawl.compare(
+            held,
+            check.fp,
+            check.signature,
+            check.sentences,
+            check.body,
+            k=self.k,
+            confirm_k=self.confirm_k,
+            share=self.sentence_share,
+        )
+        match = Match(check.key, held.fingerprint, seen.distance, seen.shared, seen)
+        if not (seen.changed and check.mode == recrawl.CHANGED):
+            return _Decided(reading, match, None)
+        copy = self._match(reading, check, other_than=check.key)
+        if copy is not None:
+            return _Decided(reading, replace(copy, seen=seen), None)
+        claim = url_record(url, check.fp, own, held.first_stored, now, check.body)
+        return _Decided(reading, None, claim, replace(match, seen=replace(seen, replaced=True)))
+
+    async def _check_once(self, check: _Check, call: _Call) -> Match | None:
         """One pass of the protocol (see module); raises ReadAgain to be run again."""
-        keys = page_keys(self.layout, fp, sentences)
+        keys = page_keys(self.layout, check.fp, check.sentences)
+        if check.mode is not None:
+            keys.append(self.layout.url_key(url_hash(check.key)))
         token, own = call.token, call.token[:WRITER]
         known = self._stored
         seen = await self.pipes.get_all([*keys, self._layout_key])
@@ -195,9 +303,8 @@ class RedisStore(RedisBulkIndex):
         if stored != known:  # the index was emptied, maybe created again by another crawler
             self._noticed(stored, known)
             raise ReadAgain
-        reading = await self._reading(seen, fp, self.k, sentences, own)
-        match = self._match(reading, signature, sentences)
-        if match is None and self.pipes.cluster:
+        decided = await self._decide(check, seen, own)
+        if decided.match is None and self.pipes.cluster:
             # Every bucket read is leased, on the page bucket's node too: the leases are taken
             # node by node in one order (see acquire), which a commit refused on a node
             # without them (a bucket there leased by a crawler waiting for this one's) broke.
@@ -213,23 +320,17 @@ class RedisStore(RedisBulkIndex):
             call.leased = list(leased)
             if changed:
                 try:
-                    values = {**seen, **values}
-                    reading = await self._reading(values, fp, self.k, sentences, own)
-                    match = self._match(reading, signature, sentences)
+                    decided = await self._decide(check, {**seen, **values}, own)
                 except BaseException:
                     await self._release(call)
                     raise
-                if match is not None:
-                    await self._undo(fp, call)
-                    await self._release(call)
-                    return match
-        if match is not None:  # a stored copy: a copy whatever other crawlers write next
-            await self._undo(fp, call)
+        if decided.match is not None:  # a stored copy: a copy whatever other crawlers write
+            await self._undo(check.fp, call)
             await self._release(call)
-            return match
-        await self._record(fp, key, signature, sentences, call, reading)
+            return decided.match
+        await self._record(check, call, decided)
         call.leased = []
-        return None
+        return decided.replaced
 
     async def _release(self, call: _Call) -> None:
         """End the leases an attempt of this call took and did not commit (another crawler
@@ -239,24 +340,19 @@ class RedisStore(RedisBulkIndex):
             call.leased = []
 
     def _match(
-        self, reading: Reading, signature: int | None, sentences: Sentences
+        self, reading: Reading, check: _Check, other_than: str | None = None
     ) -> Match | None:
-        for match in reading.confirmed(signature, self.confirm_k):
+        """The stored page (not keyed ``other_than``) that the checked page copies."""
+        for match in reading.confirmed(check.signature, self.confirm_k, other_than):
             return match
-        copies = sentence_matches(sentences, reading.holders(), self.sentence_share)
-        return copies[0] if copies else None
+        copies = sentence_matches(check.sentences, reading.holders(), self.sentence_share)
+        return next((m for m in copies if m.key != other_than), None)
 
-    async def _record(
-        self,
-        fp: int,
-        key: str,
-        signature: int | None,
-        sentences: Sentences,
-        call: _Call,
-        reading: Reading,
-    ) -> None:
-        """Write the page (its page record first, unless an earlier attempt did), ending the
-        leases."""
+    async def _record(self, check: _Check, call: _Call, decided: _Decided) -> None:
+        """Write the page (its page record first, unless an earlier attempt did) and its URL's
+        claim, ending the leases."""
+        fp, key, signature, sentences = check.fp, check.key, check.signature, check.sentences
+        reading = decided.reading
         sample = recorded(sentences, reading.crowded)
         layout = self.layout
         record = layout.page_record(fp, key, signature, sketch_of(sentences), call.token[:WRITER])
@@ -269,6 +365,8 @@ class RedisStore(RedisBulkIndex):
         for h, _ in sample:
             if (h, records.tag(fp)) not in there:
                 writes.setdefault(layout.sentence_key(h), []).append(records.record(h, fp))
+        if decided.claim is not None:
+            writes.setdefault(layout.url_key(url_hash(key)), []).append(decided.claim)
         retry, call.sent = call.sent, True
         page = layout.page_key(fp), record
         await commit(

@@ -19,6 +19,7 @@ from nearDupe.errors import IndexSettingsMismatch
 from nearDupe.store.base import SAMPLE_SENTENCES, IndexHeader, Sketch
 from nearDupe.store.redis_records import (
     STORED_FP,
+    URL_HASH,
     WRITER,
     SentenceRecords,
     bucket_lows,
@@ -59,6 +60,12 @@ SENTENCE_BITS = 18
 #: 597 us against 331 at 10^5. The keys' own cost, ~100 B each, is then ~17 B a page.
 PAGE_BUCKET_PAGES = 16
 SENTENCE_BUCKET_RECORDS = 64
+#: Prefix bits of the URL shards of an index whose stored layout names none (one created
+#: before the URL table): URL_HASH's 48 bits and these tell 64 bits of URL hash apart.
+URL_BITS = 18
+#: For an index created for a given number of pages, URL shards hold about this many URLs
+#: (URL_RECORD bytes each): a check reads its URL's shard whole.
+URL_SHARD_URLS = 32
 #: Fingerprints whose buckets a Layout keeps computed (more than the checks in flight).
 BUCKETS_CACHED = 1024
 #: Most bits for the page and sentence buckets (2^26 keys: 10^9 pages).
@@ -126,6 +133,7 @@ def wanted_layout(design: Design, max_bucket_bits: int, pages: int = 0) -> dict[
         "bucket_bits": [min(t.prefix_bits, max_bucket_bits) for t in design.tables],
         "page_bits": _bits(pages, PAGE_BUCKET_PAGES, PAGE_BITS),
         "sentence_bits": _bits(SAMPLE_SENTENCES * pages, SENTENCE_BUCKET_RECORDS, SENTENCE_BITS),
+        "url_bits": _bits(pages, URL_SHARD_URLS, URL_BITS),
     }
 
 
@@ -196,6 +204,9 @@ class Layout:
         if not self.sentences.tag_shift <= self.page_shift <= 8 * STORED_FP:
             raise ValueError(f"page buckets of {layout['page_bits']} bits do not fit the records")
         self.sentence_shift = BITS - int(layout["sentence_bits"])
+        self.url_shift = BITS - int(layout.get("url_bits", URL_BITS))
+        if self.url_shift > 8 * URL_HASH:
+            raise ValueError(f"URL shards of {layout['url_bits']} bits do not fit the records")
         self.widths = [bucket_width(b) for b in self.bucket_bits]
         self._buckets = functools.lru_cache(BUCKETS_CACHED)(self._buckets_of)
         self._tables = [
@@ -275,6 +286,10 @@ class Layout:
     ) -> bytes:
         """One page as its page bucket stores it in this layout's format."""
         return page_record(fp, key, signature, sketch, writer, cut_url=self.cut_url)
+
+    def url_key(self, url: int) -> str:
+        """The key of the URL shard holding the claims of URL hash ``url`` (base.url_hash)."""
+        return f"{self.name}:{{u.{url >> self.url_shift:x}}}"
 
     def sentence_key(self, sentence: int) -> str:
         """The key of the sentence bucket holding the pages recorded under ``sentence``."""

@@ -56,13 +56,15 @@ class Reading:
             Holder(h, r.key, r.fp, r.sketch) for h, tag in self.rows for r in by_tag.get(tag, [])
         ]
 
-    def confirmed(self, signature: int | None, confirm_k: int) -> list[Match]:
-        """Per stored fingerprint within k, nearest first: its first page ``signature``
-        confirms."""
+    def confirmed(
+        self, signature: int | None, confirm_k: int, other_than: str | None = None
+    ) -> list[Match]:
+        """Per stored fingerprint within k, nearest first: its first page (not keyed
+        ``other_than``) that ``signature`` confirms."""
         out = []
         for d, fp in self.near:
             for r in self.pages.get(fp, []):
-                if confirmed(r.signature, signature, d, confirm_k):
+                if r.key != other_than and confirmed(r.signature, signature, d, confirm_k):
                     out.append(Match(r.key, fp, d))
                     break
         return out

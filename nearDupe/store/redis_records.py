@@ -164,6 +164,63 @@ def record_id(fp: int, writer: bytes) -> bytes:
     return stored_head(fp) + writer[:WRITER].ljust(WRITER, b"\0")
 
 
+#: Bytes of a URL record's hash: the low 48 bits of the URL's hash (base.url_hash; its URL
+#: shard's key holds the top bits, at least 16 of them, so all 64 bits tell URLs apart).
+URL_HASH = 6
+#: Bytes of a time in a URL record: whole seconds since 1970 (0: never).
+SECONDS = 4
+#: Bytes of one URL record: the URL's hash, its newest page's fingerprint and writer (which
+#: find its page record), when the URL was first stored and last changed, and the exact key
+#: of the response that page was read from (0: unknown).
+URL_RECORD = URL_HASH + FP + WRITER + 2 * SECONDS + FP
+
+
+class UrlRecord(NamedTuple):
+    """One claim of a URL as its URL shard holds it (the newest is its version)."""
+
+    fp: int
+    writer: bytes
+    first: int
+    changed: int
+    body: int
+
+
+def url_record(
+    url: int, fp: int, writer: bytes, first: float, changed: float, body: int | None
+) -> bytes:
+    """A URL's claim by its page ``fp`` (written by ``writer``, read from a response of
+    exact key ``body``), first stored at ``first``, changed at ``changed`` (0: never)."""
+    return (
+        (url & (1 << 8 * URL_HASH) - 1).to_bytes(URL_HASH, "big")
+        + fp.to_bytes(FP, "big")
+        + writer[:WRITER].ljust(WRITER, b"\0")
+        + int(first).to_bytes(SECONDS, "big")
+        + int(changed).to_bytes(SECONDS, "big")
+        + (body or 0).to_bytes(FP, "big")
+    )
+
+
+def url_records(value: bytes, url: int) -> list[UrlRecord]:
+    """The claims of URL hash ``url`` in its URL shard ``value``, oldest first (a C search
+    for the hash's bytes, kept where a record starts)."""
+    low = (url & (1 << 8 * URL_HASH) - 1).to_bytes(URL_HASH, "big")
+    end = len(value) - len(value) % URL_RECORD
+    out = []
+    i = value.find(low, 0, end)
+    while i >= 0:
+        if i % URL_RECORD == 0:
+            j = i + URL_HASH
+            fp = int.from_bytes(value[j : j + FP], "big")
+            writer = value[j + FP : j + FP + WRITER]
+            j += FP + WRITER
+            first = int.from_bytes(value[j : j + SECONDS], "big")
+            changed = int.from_bytes(value[j + SECONDS : j + 2 * SECONDS], "big")
+            body = int.from_bytes(value[j + 2 * SECONDS : j + 2 * SECONDS + FP], "big")
+            out.append(UrlRecord(fp, writer, first, changed, body))
+        i = value.find(low, i + 1, end)
+    return out
+
+
 def sentence_low(sentence: int) -> int:
     """The bits of a sentence hash that its records keep (see SENTENCE)."""
     return sentence & _SENTENCE_MASK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import struct
 import threading
@@ -60,8 +61,9 @@ def _html(text: str, charset: str = "utf-8") -> Resource:
     )
 
 
-def build_routes() -> dict[str, Resource]:
-    """Every URL path of the network and its response."""
+def build_routes(edition: int = 1) -> dict[str, Resource]:
+    """Every URL path of the network and its response, in its first or second edition
+    (spiders/demosite/edition.py)."""
     routes = {
         "/": _html(render.home_page()),
         "/contact": _html(render.CONTACT_PAGE),
@@ -79,6 +81,10 @@ def build_routes() -> dict[str, Resource]:
         routes[f"/print/{key}/{slug}"] = _html(render.print_page(page), SITES_BY_KEY[key].charset)
     body = json.dumps({"articles": feed}, ensure_ascii=False, indent=1).encode("utf-8")
     routes["/api/articles.json"] = Resource("application/json", body)
+    if edition == 2:
+        from .edition import pages
+
+        routes.update({path: _html(html, charset) for path, (html, charset) in pages().items()})
     return routes
 
 
@@ -153,6 +159,12 @@ class DemoSiteServer:
             self._thread.start()
         return self
 
+    def serve_edition(self, edition: int) -> None:
+        """Serve the network's first or second edition from now on, on the same port."""
+        self._routes = functools.partial(build_routes, edition)
+        if self._httpd is not None:
+            self._httpd.routes = self._routes()
+
     def stop(self) -> None:
         """Stop serving and release the port."""
         if self._httpd is not None:
@@ -179,8 +191,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--edition", type=int, choices=(1, 2), default=1)
     args = parser.parse_args()
-    server = _Server((args.host, args.port), build_routes())
+    server = _Server((args.host, args.port), build_routes(args.edition))
     host, port = server.server_address[:2]
     print(f"Serving the demo news network at http://{host}:{port}/ (Ctrl-C to stop)")
     try:
