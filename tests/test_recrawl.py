@@ -4,6 +4,7 @@ in their URL's place, unchanged ones dropped, on both backends."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections import Counter
@@ -18,7 +19,7 @@ from nearDupe._settings import Config
 from spiders.demosite import edition
 from spiders.demosite.content import placements
 from spiders.demosite.server import DemoSiteServer
-from tests.crawl import CrawlResult, run_crawl
+from tests.crawl import CrawlResult, run_crawl, run_scrapy
 from tests.redis_server import RedisServer, require_redis
 from tests.test_crash_resume import report_lines, start_crawl, wait_for_report
 
@@ -69,6 +70,11 @@ def test_second_edition_keeps_exactly_the_edited_and_the_new_pages(
         server.serve_edition(2)
         second = _crawl(tmp_path / "two", server, settings)
         third = _crawl(tmp_path / "three", server, settings)
+        index = ["-s", f"NEARDUPE_INDEX={settings['NEARDUPE_INDEX']}"]
+        checks = {
+            path: run_scrapy(["neardupe", "check", base + path, "--json", *index])
+            for path in (*sorted(REWRITTEN)[:1], *sorted(ADDED)[:1])
+        }
     before, after = _by_path(first, base), _by_path(second, base)
     stored = {path for path, line in before.items() if line["decision"] == "kept"}
     assert stored >= REWRITTEN and REPLACED in stored and SOURCE in stored
@@ -109,6 +115,15 @@ def test_second_edition_keeps_exactly_the_edited_and_the_new_pages(
         )
         assert line["last_changed"] is not None
         assert line["first_stored"] == after[path]["first_stored"]
+    # `scrapy neardupe check URL` tells when a URL was first stored and last changed.
+    for path, done in checks.items():
+        assert done.returncode == 0, done.stderr[-3000:]
+        checked = json.loads(done.stdout)
+        assert checked["stored"] and checked["first_stored"] == again[path]["first_stored"]
+        if path in REWRITTEN:
+            assert checked["last_changed"] == again[path]["last_changed"] is not None
+        else:
+            assert checked["last_changed"] is None
 
 
 def test_a_crash_between_a_changed_page_and_its_commit_loses_nothing(tmp_path: Path) -> None:

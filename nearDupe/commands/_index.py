@@ -31,6 +31,8 @@ from nearDupe.store.base import (
 )
 from nearDupe.store.droplog import Drop
 from nearDupe.store.embedded import committed_holders, to_unsigned
+from nearDupe.store.embedded_sqlite import url_version
+from nearDupe.store.recrawl import Version
 from nearDupe.store.sites import read_site
 
 if TYPE_CHECKING:
@@ -150,6 +152,29 @@ class IndexView:
         view = cls(source, config.header, pages, config=config, drops=drops)
         view.format = format_
         return view
+
+    def version(self, url: str) -> Version | None:
+        """What the index holds under ``url`` (None: no page claims it, or an index written
+        before the URL table)."""
+        if self.path is None:
+            assert self.config is not None, "a Redis view keeps its settings"
+            config = self.config
+
+            async def read() -> Version | None:
+                store = _redis_store(config)
+                try:
+                    return await store.version(url)
+                finally:
+                    await store.close()
+
+            return asyncio.run(read())
+        db = _read_only(self.path / "pages.sqlite3")
+        try:
+            return url_version(db, url)
+        except sqlite3.Error:  # an index of an older layout: the next crawl adds the table
+            return None
+        finally:
+            db.close()
 
     def decisions(self) -> list[dict[str, Any]]:
         """What a decisions report would say of the index's pages: each stored page kept,

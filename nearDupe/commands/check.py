@@ -21,6 +21,7 @@ from nearDupe.analysis import (
 )
 from nearDupe.commands._index import IndexView
 from nearDupe.decoding import decode, redecode, skip_reason
+from nearDupe.report import iso_time
 from nearDupe.simhash import to_hex
 from nearDupe.text import extract_main_text
 
@@ -98,6 +99,10 @@ def check_page(
         "sentence_share": view.header.sentence_share,
         "radius": radius,
     }
+    version = view.version(response.url)
+    result["stored"] = version is not None
+    result["first_stored"] = iso_time(version.first_stored) if version else None
+    result["last_changed"] = iso_time(version.last_changed) if version else None
     if analysis.fingerprint is None:
         return {**result, "verdict": "skipped", "reason": analysis.skip_reason, "matches": []}
     keys = view.keys_by_fp()
@@ -138,6 +143,9 @@ def format_check(result: dict[str, Any]) -> str:
     if result["url"] != result["page"]:
         lines.append(f"url           {result['url']}")
     lines.append(f"main text     {result['text_length']:,} characters ({result['language']})")
+    if result["stored"]:
+        changed = result["last_changed"] or "never"
+        lines.append(f"url stored    since {result['first_stored']}, last changed {changed}")
     if result["verdict"] == "skipped":
         reason = result["reason"]
         if reason == "status":

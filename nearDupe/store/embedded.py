@@ -44,7 +44,6 @@ from nearDupe.store.base import (
     Holder,
     IndexHeader,
     Match,
-    Sketch,
     confirmed,
     looked_up,
     sentence_matches,
@@ -215,32 +214,14 @@ class EmbeddedIndex:
             return self._version(key)
 
     def _version(self, key: str) -> recrawl.Version | None:
-        """See :meth:`version` (under the lock): the URL table's row, newest claim first, and
-        the page it names (which must carry the URL: a hash shared by two URLs is no hit)."""
+        """See :meth:`version` (under the lock): a claim not yet committed names a page not
+        yet committed (they are written together)."""
         signed = to_signed(url_hash(key))
         url = self._unsaved.urls.get(signed) or self._committing.urls.get(signed)
         if url is None:
-            url = self._db.execute(
-                "SELECT hash, page, first, changed, body FROM urls WHERE hash = ?", (signed,)
-            ).fetchone()
-            if url is None:
-                return None
-        _, page_id, first, changed, body = url
-        row = self._unsaved.by_id.get(page_id) or self._committing.by_id.get(page_id)
-        if row is None:
-            row = self._db.execute(
-                "SELECT id, fp, key, added, sig, letters, sketched, tails FROM pages WHERE id = ?",
-                (page_id,),
-            ).fetchone()
-        if row is None or row[2] != storable_key(key):
-            return None
-        _, page_fp, _, _, sig, page_letters, sketched, tails = row[:8]
-        sketch = (
-            None if page_letters is None else Sketch(page_letters, sketched or 0, tails or b"")
-        )
-        signature = None if sig is None else to_unsigned(sig)
-        exact = None if body is None else to_unsigned(body)
-        return recrawl.Version(to_unsigned(page_fp), signature, sketch, first, changed, exact)
+            return embedded_sqlite.url_version(self._db, key)
+        page = self._unsaved.by_id.get(url[1]) or self._committing.by_id.get(url[1])
+        return embedded_sqlite.version_of(url, page, key)
 
     def _confirmed(
         self, fp: int, k: int, signature: int | None, other_than: str | None = None

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
-from nearDupe.store import droplog
-from nearDupe.store.base import IndexHeader
+from nearDupe.store import droplog, recrawl
+from nearDupe.store.base import IndexHeader, Sketch, storable_key, url_hash
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -74,6 +76,36 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def url_version(db: sqlite3.Connection, key: str) -> recrawl.Version | None:
+    """What the committed URL table holds under URL ``key`` (see :func:`version_of`)."""
+    row = db.execute(
+        "SELECT u.hash, u.page, u.first, u.changed, u.body, p.id, p.fp, p.key, p.added, p.sig,"
+        " p.letters, p.sketched, p.tails FROM urls u JOIN pages p ON p.id = u.page"
+        " WHERE u.hash = ?",
+        (to_signed(url_hash(key)),),
+    ).fetchone()
+    return None if row is None else version_of(row[:5], row[5:], key)
+
+
+def version_of(url: Sequence[Any], page: Sequence[Any] | None, key: str) -> recrawl.Version | None:
+    """URL ``key``'s version from its row in the URL table (hash, page id, first stored, last
+    changed, body key) and the row of the page it names (id, fp, key, added, sig, letters,
+    sketched, tails): None if that page does not carry the URL (a hash two URLs share)."""
+    if page is None or page[2] != storable_key(key):
+        return None
+    _, _, first, changed, body = url
+    _, fp, _, _, sig, letters, sketched, tails = page[:8]
+    sketch = None if letters is None else Sketch(letters, sketched or 0, tails or b"")
+    return recrawl.Version(
+        to_unsigned(fp),
+        None if sig is None else to_unsigned(sig),
+        sketch,
+        first,
+        changed,
+        None if body is None else to_unsigned(body),
+    )
 
 
 def meta(db: sqlite3.Connection, name: str) -> str | None:
