@@ -3,14 +3,21 @@ for it, and tells a re-crawled page changed or unchanged against the version it 
 
 from __future__ import annotations
 
+import asyncio
 import random
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Match, recrawl
 
 try:
+    from redis_server import RedisCluster, RedisServer, require_redis
     from test_store_contract import Backend, backend, flip, redis_for_contract, run
 except ImportError:  # tests/ imported as a package
+    from tests.redis_server import RedisCluster, RedisServer, require_redis
     from tests.test_store_contract import Backend, backend, flip, redis_for_contract, run
 
 __all__ = ["backend", "redis_for_contract"]
@@ -128,3 +135,44 @@ def test_embedded_url_and_page_are_one_commit(tmp_path) -> None:
         await reopened.close()
 
     run(body)
+
+
+@pytest.mark.parametrize("topology", ["node", "cluster3"])
+def test_crawlers_racing_over_one_url_store_it_once(topology: str, tmp_path: Path) -> None:
+    """Eight crawlers check one URL at once, each with its own fingerprint and sentences (its
+    own view of the page): one stores it, the seven others find it stored, on one Redis and
+    on a cluster (whose checks lease the URL's shard like every bucket they read)."""
+    from nearDupe.store.redis import RedisStore
+
+    require_redis()
+    with ExitStack() as stack:
+        if topology == "node":
+            url = stack.enter_context(RedisServer(tmp_path / "redis")).url
+        else:
+            url = stack.enter_context(RedisCluster(tmp_path / "cluster")).url
+
+        async def body() -> None:
+            stores = [
+                RedisStore.from_url(url, IndexHeader(), name="one-url", cluster=topology != "node")
+                for _ in range(8)
+            ]
+            views = [(random.Random(i).getrandbits(64), page_sentences(i)) for i in range(8)]
+            answers = await asyncio.gather(
+                *(
+                    store.check_and_add(fp, URL, None, sentences, recrawl.CHANGED)
+                    for store, (fp, sentences) in zip(stores, views, strict=True)
+                )
+            )
+            # Each view is another text: a later one is a changed page, replacing the first.
+            firsts = [a for a in answers if a is None]
+            assert len(firsts) == 1, answers
+            assert all(a.key == URL and a.seen is not None for a in answers if a is not None)
+            version = await stores[0].version(URL)
+            assert version is not None
+            newest = [a for a in answers if a is not None and a.seen and a.seen.replaced]
+            stored = {fp for fp, _ in views} & {version.fingerprint}
+            assert stored and await stores[0].count() == 1 + len(newest)
+            for store in stores:
+                await store.close()
+
+        asyncio.run(body())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from scrapy.exceptions import UsageError
@@ -37,6 +37,8 @@ from nearDupe.store.sites import read_site
 
 if TYPE_CHECKING:
     from nearDupe.store.redis import RedisStore
+
+T = TypeVar("T")
 
 #: The largest search radius the in-memory designs are built for.
 MAX_RADIUS = 16
@@ -158,16 +160,7 @@ class IndexView:
         before the URL table)."""
         if self.path is None:
             assert self.config is not None, "a Redis view keeps its settings"
-            config = self.config
-
-            async def read() -> Version | None:
-                store = _redis_store(config)
-                try:
-                    return await store.version(url)
-                finally:
-                    await store.close()
-
-            return asyncio.run(read())
+            return _on_redis(self.config, lambda store: store.version(url))
         db = _read_only(self.path / "pages.sqlite3")
         try:
             return url_version(db, url)
@@ -206,16 +199,7 @@ class IndexView:
     def _holders(self, sentences: Sentences) -> list[Holder]:
         if self.path is None:
             assert self.config is not None, "a Redis view keeps its settings"
-            config = self.config
-
-            async def read() -> list[Holder]:
-                store = _redis_store(config)
-                try:
-                    return await store.holders(sentences)
-                finally:
-                    await store.close()
-
-            return asyncio.run(read())
+            return _on_redis(self.config, lambda store: store.holders(sentences))
         db = _read_only(self.path / "pages.sqlite3")
         try:
             if self._sample is None:
@@ -323,3 +307,16 @@ def _redis_store(config: Config) -> RedisStore:
     from nearDupe.store.redis import RedisStore
 
     return RedisStore.from_url(config.index, config.header, **config.store_options())
+
+
+def _on_redis(config: Config, read: Callable[[RedisStore], Awaitable[T]]) -> T:
+    """What ``read`` answers from the Redis index the settings name (opened and closed)."""
+
+    async def run() -> T:
+        store = _redis_store(config)
+        try:
+            return await read(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())

@@ -5,6 +5,8 @@ Layout of the index directory:
                   (sig: the confirmation signature; the rest: the page's sentence sketch and
                   sample, see :mod:`nearDupe.store.embedded_sample`) and ``meta`` (header,
                   snapshot info);
+                  and ``urls(hash, page, first, changed, body)`` (each URL's newest page,
+                  written by the commit that writes that page: see docs/design.md);
                   SQLite in WAL mode is the source of truth and survives ``kill -9``: a crash
                   loses at most the pages added since the last commit (``commit_interval``).
                   The commits run in a thread of the index, on a connection of their own,

@@ -25,6 +25,12 @@ Key layout (format 4; ``name`` defaults to ``neardupe``)::
                                    SENTENCE_HOLDERS), the hash's low 4 bytes and the top 4 of
                                    the page's fingerprint (8 B; its holders are the page records
                                    whose fingerprint starts with them)
+    name:{u.<prefix>}      STRING  URL shard for the leading ``url_bits`` of the URL's hash
+                                   (base.url_hash): per claim of a URL, the hash's low 6
+                                   bytes, its page's fingerprint and writer, when the URL was
+                                   first stored and last changed, its response's exact key
+                                   (redis_records.url_record; the newest claim is the URL's
+                                   version, see docs/design.md)
     <bucket>:lease         STRING  the token of the crawler holding the bucket (PX expiry)
 
 This is the block-permutation index of Manku et al. (WWW 2007) cut into Redis keys: two
