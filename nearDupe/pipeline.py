@@ -25,6 +25,7 @@ from nearDupe.report import Decision, ReportWriter, record
 from nearDupe.sitetemplate import site_of
 from nearDupe.store import Store, open_store
 from nearDupe.store.base import storable_key
+from nearDupe.store.recrawl import Version
 from nearDupe.workers import AnalysisTimeout, analyze_within
 
 if TYPE_CHECKING:
@@ -222,12 +223,30 @@ class NearDupePipeline:
         return decision
 
     async def _unfingerprinted(self, url: str, analysis: Analysis) -> Decision:
-        """Skipped, or dropped as stored by an earlier crawl (see :meth:`_stored_before`)."""
+        """Skipped, or dropped as stored: its URL's page is (a URL is one page), or this very
+        response was (see :meth:`_stored_before`)."""
         if analysis.skip_reason == "template-text":
             await self._learn(url, analysis)
+        version = await self._held(url, analysis)
+        if version is not None:
+            return Decision.held(url, version, analysis.stored_key and analysis.stored_key[0])
         if await self._stored_before(url, analysis):
             return Decision.stored(url)
         return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
+
+    async def _held(self, url: str, analysis: Analysis) -> Version | None:
+        """The version the index holds under the URL of an unfingerprinted response, if any
+        (an aid: an index that does not answer holds none)."""
+        if analysis.stored_key is None or not url or self.store is None:
+            return None
+        if time.monotonic() < self._down_until:
+            return None
+        try:
+            return await self.store.version(url)
+        except Exception as exc:
+            self.stats.inc_value("neardupe/index_errors")
+            logger.debug("nearDupe: the URL of %s was not looked up: %s", url, exc)
+            return None
 
     async def _stored_before(self, url: str, analysis: Analysis) -> bool:
         """Whether an earlier crawl recorded this unfingerprinted page under its URL and body

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from nearDupe.simhash import to_hex
 from nearDupe.store.base import Match
 from nearDupe.store.droplog import Drop
-from nearDupe.store.recrawl import Seen
+from nearDupe.store.recrawl import Seen, Version
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,19 @@ class Decision:
                 stored_shared=match.shared,
             )
         return decision.seen(match.seen)
+
+    @classmethod
+    def held(cls, url: str, version: Version, body: int | None) -> Decision:
+        """An unfingerprinted response (an error status, template-only text) under a URL the
+        index holds, read from a response of exact key ``body``: dropped as already stored,
+        as no new version of its page; changed unless it is the response stored."""
+        decision = cls(url, "dropped", None, url, None, "already-stored")
+        return replace(
+            decision,
+            recrawl="unchanged" if body is not None and body == version.body else "changed",
+            first_stored=version.first_stored,
+            last_changed=version.last_changed,
+        )
 
     @classmethod
     def changed(cls, url: str, fingerprint: int, seen: Seen) -> Decision:
