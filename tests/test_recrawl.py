@@ -209,13 +209,14 @@ def test_two_crawlers_racing_through_redis_store_no_url_twice(tmp_path: Path) ->
         line["url"] for lines in reports for line in lines if line["decision"] == "kept"
     )
     assert kept and max(kept.values()) == 1, kept
-    # Both crawlers decided every page: what one kept, the other dropped as already stored.
+    # Both crawlers decided every page: what one kept, the other dropped as already stored
+    # (or, deciding it before the claim was written, skipped it: its view of the site made
+    # the page template-only text).
     assert {line["url"] for line in reports[0]} == {line["url"] for line in reports[1]}
     for url in kept:
         lines = [line for report in reports for line in report if line["url"] == url]
         other = next(line for line in lines if line["decision"] != "kept")
-        assert (other["decision"], other["reason"], other["recrawl"]) == (
-            "dropped",
+        assert other["decision"] == "skipped" or (other["reason"], other["recrawl"]) == (
             "already-stored",
             "unchanged",
         ), other
