@@ -51,13 +51,12 @@ from quality_eval import run_pool
 
 from nearDupe import sitetemplate
 from nearDupe._settings import DEFAULT_CONFIRM_K, DEFAULT_K
-from nearDupe.analysis import Analysis, analyze_page
+from nearDupe.analysis import Analysis, analyze_extracted, analyze_page
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters, normalize
-from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
+from nearDupe.sitetemplate import SiteTemplate, headline_of, strip_template
 from nearDupe.store import EmbeddedIndex, IndexHeader, base
-from nearDupe.store.sites import learned
 from nearDupe.text import extract_main_text
 
 #: Templates with fewer pages that should be dropped are left out of the worst-template figure.
@@ -73,11 +72,6 @@ RULES = {
 }
 #: The first this many pages of a site are reported one by one (learning curve).
 FIRST_PAGES = 5
-
-
-def extract(html: str) -> tuple[str, str]:
-    """A page's main text and headline, as the plugin's workers find them."""
-    return extract_main_text(html), headline_of(html)
 
 
 @dataclass
@@ -96,6 +90,8 @@ class Tally:
     per_template: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     #: i-th page of a site -> shares of its letters left out as template.
     curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    #: Page -> (skip reason, fingerprint, URL of the page it was dropped as a copy of).
+    decisions: dict[int, tuple[str | None, int | None, str | None]] = field(default_factory=dict)
 
 
 def judged_sentences(analysis: Analysis, every_page: bool) -> Sentences:
@@ -106,60 +102,119 @@ def judged_sentences(analysis: Analysis, every_page: bool) -> Sentences:
     return ()
 
 
+class Crawler:
+    """One crawler's view of a shared index: its check_and_add and its site memory (the
+    store's own, as the pipeline reads and teaches it)."""
+
+    def __init__(
+        self,
+        check_and_add: Callable[..., Any],
+        template: Callable[[str], SiteTemplate],
+        learn: Callable[[str, int, tuple[int, ...]], None],
+    ) -> None:
+        self.check_and_add = check_and_add
+        self._template = template
+        self._learn = learn
+        self.learning = True
+
+    def template(self, host: str) -> SiteTemplate:
+        """What the host taught this crawler (nothing when learning is off)."""
+        return self._template(host) if self.learning else SiteTemplate()
+
+    def learn(self, host: str, identity: int, lines: tuple[int, ...]) -> None:
+        """Teach the host a decided page's lines (unless learning is off)."""
+        if self.learning:
+            self._learn(host, identity, lines)
+
+
 @contextmanager
-def opened(header: IndexHeader, redis_url: str | None) -> Iterator[Callable[..., Any]]:
-    """check_and_add of a fresh index: embedded, or in the Redis at ``redis_url`` (an index
-    of its own name)."""
+def opened(
+    header: IndexHeader, redis_url: str | None, crawlers: int = 1
+) -> Iterator[list[Crawler]]:
+    """``crawlers`` crawlers of a fresh index: embedded (one crawler), or in the Redis at
+    ``redis_url`` (an index of its own name, each crawler a store connection of its own)."""
     if redis_url is None:
         with (
             tempfile.TemporaryDirectory() as tmp,
             EmbeddedIndex(Path(tmp) / "index", header, commit_interval=3600) as index,
         ):
-            yield index.check_and_add
+            yield [Crawler(index.check_and_add, index.sites.template, index.sites.learn)]
         return
     from nearDupe.store.redis import RedisStore
 
     loop = asyncio.new_event_loop()
-    store = RedisStore.from_url(redis_url, header, name=f"eval{os.urandom(4).hex()}")
+    name = f"eval{os.urandom(4).hex()}"
+    stores = [RedisStore.from_url(redis_url, header, name=name) for _ in range(crawlers)]
+
+    def crawler(store: RedisStore) -> Crawler:
+        return Crawler(
+            lambda *args: loop.run_until_complete(store.check_and_add(*args)),
+            lambda host: loop.run_until_complete(store.site_template(host)),
+            lambda *args: loop.run_until_complete(store.learn_site(*args)),
+        )
+
     try:
-        yield lambda *args: loop.run_until_complete(store.check_and_add(*args))
+        yield [crawler(store) for store in stores]
     finally:
-        loop.run_until_complete(store.close())
+        for store in stores:
+            loop.run_until_complete(store.close())
         loop.close()
 
 
-def by_site(order: list[int], cases, seed: int) -> list[int]:
-    """``order`` regrouped as a crawl meets sites: each site's pages together, the sites in a
+def by_site(order: list[int], hosts: list[str], seed: int) -> list[int]:
+    """``order`` regrouped as a crawl meets sites: each host's pages together, the hosts in a
     seeded random order."""
     pages: dict[str, list[int]] = defaultdict(list)
     for i in order:
-        pages[cases.pages[i].template].append(i)
+        pages[hosts[i]].append(i)
     sites = list(pages)
     random.Random(seed).shuffle(sites)
     return [i for site in sites for i in pages[site]]
 
 
+def hosts_of(cases, layout: str, portal_hosts: int) -> list[str]:
+    """The host each page is served from: its template's own (``host``), or in a ``portal``
+    the templates of a language spread over ``portal_hosts`` hosts (copies of a story in
+    several templates are then on one host)."""
+    if layout == "host":
+        return [page.template for page in cases.pages]
+    templates: dict[str, list[str]] = defaultdict(list)
+    for page in cases.pages:
+        if page.template not in templates[page.lang]:
+            templates[page.lang].append(page.template)
+    host = {
+        template: f"portal-{lang}-{n % portal_hosts}.test"
+        for lang, names in templates.items()
+        for n, template in enumerate(sorted(names))
+    }
+    return [host[page.template] for page in cases.pages]
+
+
 def crawl(
     cases,
     texts,
-    headlines,
+    htmls,
     order,
     rule,
     learn: bool,
     redis_url: str | None,
     in_flight: int = 0,
     recheck: bool = True,
+    hosts: list[str] | None = None,
+    crawlers: int = 1,
 ) -> Tally:
     """Crawl the pages in ``order`` through a fresh index; score every decision.
 
     ``in_flight`` pages are analysed ahead of their decision (with what their site had taught
     by then), as a crawl's concurrent responses are; a young site's page is analysed again at
     its decision when its site taught more of its lines meanwhile, unless ``recheck`` is off.
+    Pages are served from ``hosts`` (default: each template its own host) and handed to
+    ``crawlers`` crawlers in turn, each with its own view of the shared index (Redis).
     """
     k, confirm_k, design, every_page = rule
     pages = cases.pages
+    hosts = hosts or [page.template for page in pages]
     tally = Tally()
-    books: dict[str, dict[int, tuple[int, ...]]] = defaultdict(dict)
     seen_in_site: dict[str, int] = defaultdict(int)
     stored_articles: set[str] = set()
     article_of: dict[str, str] = {}
@@ -167,29 +222,26 @@ def crawl(
     features = FeatureSettings()
     header = IndexHeader.for_settings(design, k, features, confirm_k)
 
-    def template_of(site: str) -> SiteTemplate:
-        return SiteTemplate(dict(books[site])) if learn else SiteTemplate()
-
-    def analysed() -> Iterator[tuple[int, SiteTemplate, Analysis]]:
-        waiting: deque[tuple[int, SiteTemplate, Analysis]] = deque()
-        for i in order:
-            template = template_of(pages[i].template)
-            identity = identity_of(headlines[i], f"http://{i}/")
-            analysis = analyze_page(
-                texts[i], pages[i].html, 200, features, template, identity, headlines[i]
-            )
-            waiting.append((i, template, analysis))
+    def analysed(team: list[Crawler]) -> Iterator[tuple[int, Crawler, SiteTemplate, Analysis]]:
+        waiting: deque[tuple[int, Crawler, SiteTemplate, Analysis]] = deque()
+        for n, i in enumerate(order):
+            crawler = team[n % len(team)]
+            template = crawler.template(hosts[i])
+            analysis = analyze_html_page(texts[i], htmls[i], f"http://{i}/", features, template)
+            waiting.append((i, crawler, template, analysis))
             if len(waiting) > in_flight:
                 yield waiting.popleft()
         yield from waiting
 
-    with opened(header, redis_url) as check_and_add:
-        for i, template, analysis in analysed():
+    with opened(header, redis_url, crawlers) as team:
+        for crawler in team:
+            crawler.learning = learn
+        for i, crawler, template, analysis in analysed(team):
             page = pages[i]
-            site = page.template
+            site = hosts[i]
             url = f"http://{i}/"
             identity = analysis.identity
-            now = template_of(site)
+            now = crawler.template(site)
             if recheck and analysis.recheck is not None and analysis.outdated(now):
                 tally.rechecked += 1
                 again = analysis.recheck
@@ -201,26 +253,21 @@ def crawl(
             seen_in_site[site] += 1
             if n < FIRST_PAGES:
                 total = len(normalize(texts[i], digits=False)) or 1
-                left = len(
-                    normalize(
-                        strip_template(texts[i], identity, template, headlines[i]).text,
-                        digits=False,
-                    )
-                )
-                tally.curve[n].append(1 - left / total)
+                kept = strip_template(texts[i], identity, template, headline_of(htmls[i])).text
+                tally.curve[n].append(1 - len(normalize(kept, digits=False)) / total)
             lang = page.lang
             due = page.article in stored_articles
+            tally.decisions[i] = (analysis.skip_reason, analysis.fingerprint, None)
             if analysis.skip_reason == "template-text":
                 tally.template_text += 1
-                if learn:
-                    learned(books[site], analysis.identity, analysis.lines)
+                crawler.learn(site, analysis.identity, analysis.lines)
             if due:
                 tally.due[lang] += 1
             if analysis.fingerprint is None:
                 if due:
-                    tally.per_template[site].append(False)
+                    tally.per_template[page.template].append(False)
                 continue
-            match = check_and_add(
+            match = crawler.check_and_add(
                 analysis.fingerprint,
                 url,
                 analysis.signature,
@@ -231,31 +278,38 @@ def crawl(
                 article_of[url] = page.article
                 site_of_url[url] = site
                 if due:
-                    tally.per_template[site].append(False)
-                if learn:
-                    learned(books[site], analysis.identity, analysis.lines)
+                    tally.per_template[page.template].append(False)
+                crawler.learn(site, analysis.identity, analysis.lines)
                 continue
-            if site_of_url[match.key] == site and analysis.became_template(template_of(site)):
+            if site_of_url[match.key] == site and analysis.became_template(crawler.template(site)):
                 tally.template_text += 1  # as the pipeline: its site taught its lines meanwhile
+                tally.decisions[i] = ("template-text", None, None)
                 if due:
-                    tally.per_template[site].append(False)
-                if learn:
-                    learned(books[site], analysis.identity, analysis.lines)
+                    tally.per_template[page.template].append(False)
+                crawler.learn(site, analysis.identity, analysis.lines)
                 continue
+            tally.decisions[i] = (None, analysis.fingerprint, match.key)
             tally.drops[lang] += 1
             same = article_of[match.key] == page.article
             tally.right[lang] += same
             if due:
                 tally.caught[lang] += same
-                tally.per_template[site].append(same)
+                tally.per_template[page.template].append(same)
             if not same:
                 tally.lost += 1
                 tally.lost_at_0 += match.distance == 0
     return tally
 
 
+def analyze_html_page(
+    text: str, html: str, url: str, features: FeatureSettings, site: SiteTemplate
+) -> Analysis:
+    """A page's analysis as the plugin's workers make it from its extracted text and HTML."""
+    return analyze_extracted(text, html, url, 200, features, site)
+
+
 def main() -> None:
-    """Build the cases per split seed, crawl them per backend default, print one table."""
+    """Build the cases per split seed, crawl them per layout, order and backend, print tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     split_arguments(parser)
     parser.add_argument("--no-learning", action="store_true", help="nothing learned")
@@ -266,13 +320,31 @@ def main() -> None:
         "--site-pages", type=int, default=6, help="more articles per template (a site's depth)"
     )
     parser.add_argument("--template-pages", type=int, help="tune sitetemplate.TEMPLATE_PAGES")
-    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=["default", "k10"])
-    parser.add_argument("--redis", action="store_true", help="a Redis index (started here)")
+    parser.add_argument("--rules", nargs="+", choices=list(RULES), default=["default"])
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        choices=BACKENDS,
+        default=["embedded"],
+        help="embedded, redis (one crawler), redis-2 (two crawlers on one Redis index)",
+    )
+    parser.add_argument("--redis", action="store_true", help="same as --backends redis")
+    parser.add_argument(
+        "--layout",
+        nargs="+",
+        choices=["host", "portal"],
+        default=["host"],
+        help="each template its own host, or a portal: many templates on one host",
+    )
+    parser.add_argument(
+        "--portal-hosts", type=int, default=1, help="hosts a language's templates share"
+    )
+    parser.add_argument("--orders", type=int, default=1, help="seeded crawl orders per split")
     parser.add_argument(
         "--in-flight", type=int, default=0, help="pages analysed ahead of their decision"
     )
     parser.add_argument(
-        "--by-site", action="store_true", help="each site's pages together, as a crawl meets them"
+        "--by-site", action="store_true", help="each host's pages together, as a crawl meets them"
     )
     parser.add_argument(
         "--no-recheck", action="store_true", help="pages analysed once, never again"
@@ -281,14 +353,44 @@ def main() -> None:
         "--sample", type=int, help="sentences a long page is recorded under (0: all)"
     )
     args = parser.parse_args()
+    if args.redis:
+        args.backends = ["redis"]
     with ExitStack() as stack:
         redis_url = None
-        if args.redis:
+        if any(b != "embedded" for b in args.backends):
             from redis_server import RedisServer
 
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             redis_url = stack.enter_context(RedisServer(tmp / "redis")).url
         run(args, redis_url)
+
+
+#: Backend name -> (through Redis, crawlers sharing the index).
+BACKENDS = {"embedded": (False, 1), "redis": (True, 1), "redis-2": (True, 2)}
+
+
+def scores(t: Tally, cases) -> dict[str, float]:
+    """P and R per language, and the mean and worst template recall per language."""
+    out: dict[str, float] = {}
+    for lang in ("en", "zh"):
+        out[f"{lang} P"] = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0
+        out[f"{lang} R"] = t.caught[lang] / t.due[lang] if t.due[lang] else 1.0
+        recall = [
+            sum(hits) / len(hits)
+            for template, hits in t.per_template.items()
+            if len(hits) >= MIN_PAGES and cases_lang(cases, template) == lang
+        ]
+        out[f"{lang} mean"] = sum(recall) / len(recall) if recall else 1.0
+        out[f"{lang} worst"] = min(recall, default=1.0)
+    return out
+
+
+def spread(values: list[float]) -> str:
+    """Mean (min-max, spread) of one figure over crawl orders; the mean alone for one order."""
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ({min(values):.3f}-{max(values):.3f}, {max(values) - min(values):.3f})"
 
 
 def run(args: argparse.Namespace, redis_url: str | None) -> None:
@@ -299,20 +401,20 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
         base.SAMPLE_SENTENCES = args.sample or 10**9
     root = data_dir()
     started = time.perf_counter()
-    modes = [False] if args.no_learning else [False, True]
-    backend = ", Redis" if redis_url else ""
-    crawl_order = "each site's pages together" if args.by_site else "pages in a random order"
+    modes = [False] if args.no_learning else [True]
+    crawl_order = "each host's pages together" if args.by_site else "pages in a random order"
     print(
         f"# A crawl of the {args.half} half of the template sites: {crawl_order}, "
         f"{args.in_flight} analysed ahead of their decision"
-        f"{', never analysed again' if args.no_recheck else ''}\n"
+        f"{', never analysed again' if args.no_recheck else ''}, {args.orders} order(s); "
+        "figures: mean (min-max, spread) over orders\n"
     )
     print(
-        "| split seed | backend | sites learned | EN P / R | ZH P / R | EN R per template: "
-        "mean / worst | ZH R per template: mean / worst | lost (at distance 0) | template-text "
-        "| analysed again |"
+        "| split seed | layout | backend | rule | sites learned | EN P | EN R | ZH P | ZH R | "
+        "EN R per template: mean / worst | ZH R per template: mean / worst | lost (at 0) "
+        "| template-text | analysed again | decisions unlike embedded |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     curves: dict[int, list[float]] = defaultdict(list)
     for seed in args.seeds:
         cases = build_cases(
@@ -322,54 +424,78 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
             modern=args.modern,
             site_pages=args.site_pages,
         )
-        extracted = run_pool(extract, [p.html for p in cases.pages], args.workers)
-        texts = [t for t, _ in extracted]
-        headlines = [headline for _, headline in extracted]
-        order = list(range(len(cases.pages)))
-        random.Random(seed).shuffle(order)
-        if args.by_site:
-            order = by_site(order, cases, seed)
-        for name in args.rules:
-            k = RULES[name][0]
-            for learn in modes:
-                t = crawl(
-                    cases,
-                    texts,
-                    headlines,
-                    order,
-                    RULES[name],
-                    learn,
-                    redis_url,
-                    args.in_flight,
-                    not args.no_recheck,
-                )
-                cells = []
-                for lang in ("en", "zh"):
-                    p = t.right[lang] / t.drops[lang] if t.drops[lang] else 1.0
-                    r = t.caught[lang] / t.due[lang] if t.due[lang] else 1.0
-                    cells.append(f"{p:.3f} / {r:.3f}")
-                for lang in ("en", "zh"):
-                    recall = {
-                        site: sum(hits) / len(hits)
-                        for site, hits in t.per_template.items()
-                        if len(hits) >= MIN_PAGES and cases_lang(cases, site) == lang
-                    }
-                    low = min(recall.values()) if recall else 1.0
-                    mean = sum(recall.values()) / len(recall) if recall else 1.0
-                    cells.append(f"{mean:.3f} / {low:.3f}")
-                print(
-                    f"| {seed} | {name} (k={k}){backend} | {'yes' if learn else 'no'} | "
-                    f"{' | '.join(cells)} | {t.lost} ({t.lost_at_0}) | {t.template_text} | "
-                    f"{t.rechecked} |"
-                )
-                if learn:
-                    for n, shares in t.curve.items():
-                        curves[n].extend(shares)
+        htmls = [p.html for p in cases.pages]
+        texts = run_pool(extract_main_text, htmls, args.workers)
+        for layout in args.layout:
+            hosts = hosts_of(cases, layout, args.portal_hosts)
+            orders = []
+            for o in range(args.orders):
+                order = list(range(len(cases.pages)))
+                random.Random(seed if o == 0 else f"{seed}:{o}").shuffle(order)
+                if args.by_site:
+                    order = by_site(order, hosts, seed if o == 0 else seed * 1000 + o)
+                orders.append(order)
+            for name in args.rules:
+                for learn in modes:
+                    embedded: list[dict[int, Any]] = []
+                    for backend in args.backends:
+                        through_redis, crawlers = BACKENDS[backend]
+                        tallies = [
+                            crawl(
+                                cases,
+                                texts,
+                                htmls,
+                                order,
+                                RULES[name],
+                                learn,
+                                redis_url if through_redis else None,
+                                args.in_flight,
+                                not args.no_recheck,
+                                hosts,
+                                crawlers,
+                            )
+                            for order in orders
+                        ]
+                        if backend == "embedded":
+                            embedded = [t.decisions for t in tallies]
+                        unlike = (
+                            str(
+                                sum(
+                                    sum(d[i] != t.decisions.get(i) for i in d)
+                                    for d, t in zip(embedded, tallies, strict=True)
+                                )
+                            )
+                            if embedded and backend != "embedded"
+                            else "-"
+                        )
+                        figures = [scores(t, cases) for t in tallies]
+                        cells = [
+                            spread([f[key] for f in figures])
+                            for key in ("en P", "en R", "zh P", "zh R")
+                        ]
+                        for lang in ("en", "zh"):
+                            mean = sum(f[f"{lang} mean"] for f in figures) / len(figures)
+                            worst = min(f[f"{lang} worst"] for f in figures)
+                            cells.append(f"{mean:.3f} / {worst:.3f}")
+                        lost = sum(t.lost for t in tallies)
+                        lost_at_0 = sum(t.lost_at_0 for t in tallies)
+                        print(
+                            f"| {seed} | {layout} | {backend} | {name} (k={RULES[name][0]}) | "
+                            f"{'yes' if learn else 'no'} | {' | '.join(cells)} | "
+                            f"{lost} ({lost_at_0}) | "
+                            f"{sum(t.template_text for t in tallies)} | "
+                            f"{sum(t.rechecked for t in tallies)} | {unlike} |",
+                            flush=True,
+                        )
+                        if learn:
+                            for t in tallies:
+                                for n, shares in t.curve.items():
+                                    curves[n].extend(shares)
         print(f"<!-- seed {seed}: {len(cases.pages)} pages, "
               f"{len({p.template for p in cases.pages})} templates -->")  # fmt: skip
     if curves:
-        print("\nShare of a site's n-th page left out as its template (mean over sites):\n")
-        print("| n-th page of its site | " + " | ".join(str(n + 1) for n in sorted(curves)) + " |")
+        print("\nShare of a host's n-th page left out as its template (mean over hosts):\n")
+        print("| n-th page of its host | " + " | ".join(str(n + 1) for n in sorted(curves)) + " |")
         print("|---|" + "---|" * len(curves))
         print(
             "| share left out | "
