@@ -110,7 +110,7 @@ class Crawler:
         self,
         check_and_add: Callable[..., Any],
         template: Callable[[str], SiteTemplate],
-        learn: Callable[[str, int, tuple[int, ...]], None],
+        learn: Callable[[str, int, tuple[int, ...]], Any],
     ) -> None:
         self.check_and_add = check_and_add
         self._template = template
@@ -121,10 +121,11 @@ class Crawler:
         """What the host taught this crawler (nothing when learning is off)."""
         return self._template(host) if self.learning else SiteTemplate()
 
-    def learn(self, host: str, identity: int, lines: tuple[int, ...]) -> None:
-        """Teach the host a decided page's lines (unless learning is off)."""
+    def learn(self, host: str, analysis: Analysis) -> None:
+        """Teach the host what a decided page teaches (unless learning is off)."""
         if self.learning:
-            self._learn(host, identity, lines)
+            for identity, lines in analysis.lessons():
+                self._learn(host, identity, lines)
 
 
 @contextmanager
@@ -245,8 +246,10 @@ def crawl(
             if recheck and analysis.recheck is not None and analysis.outdated(now):
                 tally.rechecked += 1
                 again = analysis.recheck
-                analysis = analyze_page(
-                    again.text, again.html, 200, features, now, identity, again.headline
+                analysis = analysis.redone(
+                    analyze_page(
+                        again.text, again.html, 200, features, now, identity, again.headline
+                    )
                 )
                 template = now
             n = seen_in_site[site]
@@ -260,7 +263,7 @@ def crawl(
             tally.decisions[i] = (analysis.skip_reason, analysis.fingerprint, None)
             if analysis.skip_reason == "template-text":
                 tally.template_text += 1
-                crawler.learn(site, analysis.identity, analysis.lines)
+                crawler.learn(site, analysis)
             if due:
                 tally.due[lang] += 1
             if analysis.fingerprint is None:
@@ -279,14 +282,14 @@ def crawl(
                 site_of_url[url] = site
                 if due:
                     tally.per_template[page.template].append(False)
-                crawler.learn(site, analysis.identity, analysis.lines)
+                crawler.learn(site, analysis)
                 continue
             if site_of_url[match.key] == site and analysis.became_template(crawler.template(site)):
                 tally.template_text += 1  # as the pipeline: its site taught its lines meanwhile
                 tally.decisions[i] = ("template-text", None, None)
                 if due:
                     tally.per_template[page.template].append(False)
-                crawler.learn(site, analysis.identity, analysis.lines)
+                crawler.learn(site, analysis)
                 continue
             tally.decisions[i] = (None, analysis.fingerprint, match.key)
             tally.drops[lang] += 1

@@ -13,7 +13,13 @@ from nearDupe.shorttext import (
     sentences,
 )
 from nearDupe.simhash import fingerprint_and_signature
-from nearDupe.sitetemplate import SiteTemplate, headline_of, identity_of, strip_template
+from nearDupe.sitetemplate import (
+    SiteTemplate,
+    headings_of,
+    identity_of,
+    site_headline,
+    strip_template,
+)
 from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text, within_limit
 
 if TYPE_CHECKING:
@@ -62,6 +68,10 @@ class Analysis:
     #: once the page is decided (see sitetemplate.py).
     lines: tuple[int, ...] = ()
     identity: int = 0
+    #: The hashes of its headings (sitetemplate.headings_of) and its key among the site's
+    #: pages: the site learns them too, to tell its name from a story's headline.
+    headings: tuple[int, ...] = ()
+    heading_key: int = 0
     #: How many of the page's lines were its site's template when it was analysed.
     known: int = 0
     #: The units of its headline (sitetemplate.headline_units) and, per line, those it holds.
@@ -78,17 +88,35 @@ class Analysis:
     def outdated(self, site: SiteTemplate) -> bool:
         """Whether ``site`` now knows more of the page's lines as its template than when the
         page was analysed (a young site's page is then analysed again)."""
-        return site.known(self.lines, self.identity) > self.known
+        return self._known(site) > self.known
+
+    def lessons(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """What the page teaches its site once decided, as (identity, line hashes): its lines
+        under its story, its headings under its key."""
+        lessons = ((self.identity, self.lines), (self.heading_key, self.headings))
+        return tuple((identity, lines) for identity, lines in lessons if identity and lines)
+
+    def redone(self, again: Analysis) -> Analysis:
+        """The page analysed ``again`` at its decision, keeping what only this first analysis
+        knew: its serial number, stored key and headings."""
+        return replace(
+            again,
+            page=self.page,
+            stored_key=self.stored_key,
+            headings=self.headings,
+            heading_key=self.heading_key,
+        )
+
+    def _known(self, site: SiteTemplate) -> int:
+        """How many of the page's lines are ``site``'s template."""
+        return len(site.template_lines(self.lines, self.told, self.units, self.identity))
 
     def became_template(self, site: SiteTemplate) -> bool:
         """Whether every line of the page is ``site``'s template now, and was not when it was
         analysed: its text is its site's (``template-text``), which pages decided while it was
         in flight taught, unless the lines one other story had tell its headline (that story,
         republished)."""
-        known = site.known(self.lines, self.identity)
-        return self.known < known == len(self.lines) and not site.tells_story(
-            self.lines, self.told, self.units, self.identity
-        )
+        return self.known < self._known(site) == len(self.lines)
 
 
 def language_of(text: str) -> str:
@@ -132,7 +160,7 @@ def analyze_text(
         analysis,
         lines=stripped.lines,
         identity=identity,
-        known=taught.known(stripped.lines, identity),
+        known=len(taught.template_lines(stripped.lines, stripped.told, stripped.units, identity)),
         units=stripped.units,
         told=stripped.told,
         recheck=recheck,
@@ -183,10 +211,12 @@ def analyze_extracted(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Analysis:
     """:func:`analyze_page` of the main text extracted from ``html`` (at ``url``), the page's
-    headline telling its story apart from its site's others."""
-    headline = headline_of(html)
+    headline (the first of its headings that is not its site's) telling its story apart from
+    its site's others."""
+    headline, headings, key = site_headline(headings_of(html), site or SiteTemplate())
     identity = identity_of(headline, url)
-    return analyze_page(text, html, min_length, features, site, identity, headline, max_chars)
+    analysis = analyze_page(text, html, min_length, features, site, identity, headline, max_chars)
+    return replace(analysis, headings=headings, heading_key=key)
 
 
 def analyze_page(

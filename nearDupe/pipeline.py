@@ -293,7 +293,7 @@ class NearDupePipeline:
             logger.debug("nearDupe: %s was not analysed again: %s", url, exc)
             return analysis
         self.stats.inc_value("neardupe/rechecked")
-        return replace(again, page=analysis.page, stored_key=analysis.stored_key)
+        return analysis.redone(again)
 
     async def _analyze_field(
         self, adapter: ItemAdapter | None, page: Analysis | None
@@ -392,10 +392,11 @@ class NearDupePipeline:
     async def _learn(self, url: str, analysis: Analysis) -> None:
         """Count a kept (or template-text) page's lines for its site: only pages that are no
         copies of one another teach what a site's different pages share."""
-        if self.store is None or not analysis.lines:
+        if self.store is None:
             return
         try:
-            await self.store.learn_site(site_of(url), analysis.identity, analysis.lines)
+            for identity, lines in analysis.lessons():
+                await self.store.learn_site(site_of(url), identity, lines)
         except Exception as exc:  # an aid: the page's decision stands
             self.stats.inc_value("neardupe/site_errors")
             logger.debug("nearDupe: the lines of %s were not learned: %s", url, exc)

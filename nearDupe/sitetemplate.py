@@ -14,7 +14,7 @@ from __future__ import annotations
 import html as html_lib
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -33,8 +33,14 @@ TEMPLATE_OWN_LETTERS = 100
 #: A text tells a headline's story when it holds this share of the headline's words: a
 #: headline is made of its story's words (tune half: same-site copies under a new headline).
 TELLS_SHARE = 0.5
-#: Titles remembered per line: enough to reach TEMPLATE_PAGES others besides any one page.
-LINE_TITLES = TEMPLATE_PAGES + 1
+#: A heading or title part seen on this many other pages (titles) of a site is the site's, not
+#: a story's headline: a story's own headline is repeated by its copies (one title), or by a
+#: second headline (two), while a site's name heads every page.
+HEADING_PAGES = 2
+
+#: Titles remembered per line: enough to reach TEMPLATE_PAGES others besides any one page, and
+#: HEADING_PAGES others of a heading.
+LINE_TITLES = max(TEMPLATE_PAGES + 1, HEADING_PAGES)
 #: Lines remembered per site: a site's template is tens of lines, the rest are its stories'
 #: own lines, seen once and evicted first, so ~6 stories' worth is enough to learn from (the
 #: held-out crawl, seed 1, is the same with 256, 512 or 1,024); the site travels to a worker
@@ -48,6 +54,10 @@ PAGE_LINES = 400
 YOUNG_STORIES = 4
 
 _SEED = 0x6E64_7369_7465_6C6E
+_HEADING_SEED = 0x6E64_6865_6164_6C6E
+#: A story's identity is 31 bits; a page's headings are learned under a key with the 32nd set.
+_STORIES = 0x7FFF_FFFF
+_HEADINGS_KEY = 0x8000_0000
 #: Characters a title or heading element may hold, its markup included: a longer ``<h1>`` is
 #: a logo's drawing or a banner, not a headline, and the bound keeps a page of unclosed tags
 #: linear (20,000 unclosed ``<h1>`` took 43 s to search, 0.2 s now).
@@ -85,19 +95,45 @@ def headline_of(html: str) -> str:
     ``<title>Story | Site</title>``): the longest part is the headline then, or every page of
     the site would be one story.
     """
+    return next(iter(headings_of(html)), "")
+
+
+def headings_of(html: str) -> tuple[str, ...]:
+    """What may be a page's headline, best first: its first ``<h1>`` (unless it names the site,
+    see :func:`headline_of`), then its title's parts, longest first."""
     head = html[:_HEAD_CHARS]
     found = _H1.search(head)
     fragment = found.group(1) if found else ""
     heading = _text(fragment)
     title = _TITLE.search(head)
-    parts = _TITLE_PARTS.split(_text(title.group(1))) if title else []
-    longest = max(parts, key=lambda part: len(normalize(part)), default="").strip()
-    if normalize(heading) and not _names_site(fragment, heading, parts, longest):
-        return heading
-    return longest
+    parts = [p.strip() for p in _TITLE_PARTS.split(_text(title.group(1)))] if title else []
+    ranked = sorted((p for p in parts if normalize(p)), key=lambda p: -len(normalize(p)))
+    if normalize(heading) and not _names_site(fragment, heading, parts, next(iter(ranked), "")):
+        ranked.insert(0, heading)
+    return tuple(dict.fromkeys(ranked))
 
 
-def _names_site(fragment: str, heading: str, parts: list[str], longest: str) -> bool:
+def site_headline(headings: Sequence[str], site: SiteTemplate) -> tuple[str, tuple[int, ...], int]:
+    """The first of a page's ``headings`` (:func:`headings_of`) that is not its ``site``'s: a
+    heading or title part seen on HEADING_PAGES other pages of the site (other titles) is the
+    site's name, the section's or a slogan, never a story's ("" if every one is the site's).
+    Also the hashes of the headings and the page's key (the site learns them with it)."""
+    hashes = tuple(_heading_hash(heading) for heading in headings)
+    key = xxh3_64_intdigest(b"".join(h.to_bytes(8, "big") for h in sorted(hashes)))
+    key = key & _STORIES | _HEADINGS_KEY
+    for heading, hashed in zip(headings, hashes, strict=True):
+        if site.others(hashed, key) < HEADING_PAGES:
+            return heading, hashes, key
+    return "", hashes, key
+
+
+def _heading_hash(heading: str) -> int:
+    """A heading's hash in its site's memory (apart from the lines': another seed)."""
+    norm = _NOT_LETTERS.sub("", unicodedata.normalize("NFKC", heading).casefold()) or heading
+    return xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _HEADING_SEED)
+
+
+def _names_site(fragment: str, heading: str, parts: Sequence[str], longest: str) -> bool:
     """Whether a page's ``<h1>`` (its markup ``fragment``, its text ``heading``) is its site's
     name: a link to a home page, or the last of its title's ``parts``, of which ``longest`` is
     longer."""
@@ -117,11 +153,11 @@ def _is_home(href: str) -> bool:
 
 
 def identity_of(headline: str, url: str) -> int:
-    """A page's story, as a 32-bit hash of its headline (of its URL if it has none): pages of
+    """A page's story, as a 31-bit hash of its headline (of its URL if it has none): pages of
     one site with other headlines are different stories, however alike their extracted text;
     a print view or a second URL of one story is the same story."""
     data = (normalize(headline) or url).encode("utf-8", "surrogatepass")
-    return xxh3_64_intdigest(data, _SEED) & 0xFFFF_FFFF or 1
+    return xxh3_64_intdigest(data, _SEED) & _STORIES or 1
 
 
 def headline_units(headline: str) -> tuple[str, ...]:
@@ -135,9 +171,15 @@ def headline_units(headline: str) -> tuple[str, ...]:
 
 
 def told(text: str, units: Sequence[str]) -> int:
-    """Which of a headline's ``units`` ``text`` holds, as a bit mask."""
+    """Which of a headline's ``units`` ``text`` holds, as a bit mask: a word as a word of its
+    own ("garden" is not told by "gardens"), a Chinese pair anywhere."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return sum(1 << i for i, unit in enumerate(units) if unit in folded)
+    words = set(_WORDS.findall(_CJK.sub(" ", folded)))
+    return sum(
+        1 << i
+        for i, unit in enumerate(units)
+        if (unit in folded if _CJK.match(unit) else unit in words)
+    )
 
 
 def enough_told(mask: int, units: int) -> bool:
@@ -180,28 +222,32 @@ class SiteTemplate:
         hashed = _line_hash(line)
         return hashed is not None and self.is_template(hashed[0], identity)
 
-    def known(self, lines: Iterable[int], identity: int) -> int:
-        """How many of the ``lines`` of a page of ``identity`` are its site's template."""
-        return sum(self.is_template(line, identity) for line in lines)
-
-    def tells_story(
+    def template_lines(
         self, lines: Sequence[int], told: Sequence[int], units: int, identity: int
-    ) -> bool:
-        """Whether the ``lines`` of a page of ``identity`` that one other story had tell its
-        headline (``told``: the headline's ``units`` each line holds, as bit masks): the page
-        is that story under another headline (see :func:`strip_template`)."""
-        mask = 0
+    ) -> set[int]:
+        """Which of the ``lines`` of a page of ``identity`` are its site's template: those seen
+        on TEMPLATE_PAGES other stories, but for the lines whose one other story is this page's
+        under another headline (the lines it alone shares with the page tell the page's
+        headline: ``told``, the headline's ``units`` each line holds, as bit masks). A site
+        republishing a story, or serving it in two sections, teaches no template by it."""
+        shared: dict[int, int] = {}  # the one other story that had a line -> units told
         for line, bits in zip(lines, told, strict=True):
-            if self.others(line, identity) == 1:
-                mask |= bits
-        return enough_told(mask, units)
+            others = [title for title in self.lines.get(line, ()) if title != identity]
+            if len(others) == 1:
+                shared[others[0]] = shared.get(others[0], 0) | bits
+        same = {story for story, mask in shared.items() if enough_told(mask, units)}
+        return {
+            line
+            for line in lines
+            if self.is_template(line, identity) and not set(self.lines[line]) - {identity} <= same
+        }
 
     def young(self) -> bool:
         """Whether the site's pages taught fewer than YOUNG_STORIES stories (as far as the
         lines remembered tell)."""
         stories: set[int] = set()
         for titles in self.lines.values():
-            stories.update(titles)
+            stories.update(title for title in titles if not title & _HEADINGS_KEY)
             if len(stories) >= YOUNG_STORIES:
                 return False
         return True
@@ -223,38 +269,24 @@ class Stripped:
 
 
 def strip_template(text: str, identity: int, site: SiteTemplate, headline: str = "") -> Stripped:
-    """``text`` without the lines its site's other stories had (on TEMPLATE_PAGES or more).
+    """``text`` without its site's template lines (:meth:`SiteTemplate.template_lines`).
 
-    A page left with too little of its own is ``template-text``, unless the lines it shares
-    with just one other story tell its own ``headline``: then it is that story under another
-    headline (a site republishing it), judged without the lines more stories had (its site's
-    template), so the index finds it a copy. Another post's teaser block, extracted on every
-    page of a site, tells no page's headline.
+    A page left with too little of its own is ``template-text``: another post's teaser block,
+    extracted on every page of a site, tells no page's headline, while a story the site
+    republished under a new headline keeps the lines it shares with its first publication, and
+    the index finds it a copy.
     """
-    kept, judged = [], []
     masks: dict[int, int] = {}  # line hash -> the headline's units it holds
     units = headline_units(headline)
-    own = removed = 0
-    for line in text.splitlines():
-        hashed = _line_hash(line)
-        if hashed is None:
-            kept.append(line)
-            judged.append(line)
-            continue
-        h, letters = hashed
-        masks[h] = masks.get(h, 0) | (told(line, units) if units else 0)
-        if not site.is_template(h, identity):
-            own += letters
-            kept.append(line)
-            judged.append(line)
-            continue
-        removed += letters
-        if site.others(h, identity) == 1:
-            judged.append(line)
+    lines = [(line, _line_hash(line)) for line in text.splitlines()]
+    for line, hashed in lines:
+        if hashed is not None:
+            masks[hashed[0]] = masks.get(hashed[0], 0) | (told(line, units) if units else 0)
+    template = site.template_lines(tuple(masks), tuple(masks.values()), len(units), identity)
+    kept = [line for line, hashed in lines if hashed is None or hashed[0] not in template]
+    own = sum(hashed[1] for _, hashed in lines if hashed is not None and hashed[0] not in template)
     distinct = tuple(masks)[:PAGE_LINES]
     marks = tuple(masks[h] for h in distinct)
-    if not removed or own >= TEMPLATE_OWN_LETTERS:
-        return Stripped("\n".join(kept), distinct, False, len(units), marks)
-    if site.tells_story(tuple(masks), tuple(masks.values()), len(units), identity):
-        return Stripped("\n".join(judged), distinct, False, len(units), marks)
-    return Stripped("", distinct, True, len(units), marks)
+    if template and own < TEMPLATE_OWN_LETTERS:
+        return Stripped("", distinct, True, len(units), marks)
+    return Stripped("\n".join(kept), distinct, False, len(units), marks)

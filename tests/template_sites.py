@@ -161,3 +161,20 @@ def essay_page(story: list[str], title: str = "", with_essay: bool = True) -> st
     return (
         f"<html>{head}<body><div><div class='story'>{paragraphs}</div></div>{side}</body></html>"
     )
+
+
+#: A story republished under another headline, in another section of a portal.
+REPUBLISHED = ("Harbor Street bridge reopened to traffic", article("harbor-bridge"))
+
+
+def portal_pages() -> dict[str, Page]:
+    """Every template site's pages as sections of one portal (``/<site><path>``), and the
+    harbor bridge story republished under another headline in the teasers section: three
+    copies of one story, in three templates of one host."""
+    pages = {
+        f"/{site}{path}": page
+        for site, paths in build_sites().items()
+        for path, page in paths.items()
+    }
+    pages["/teasers/bridge-again"] = _page("teasers", *REPUBLISHED, TEASERS)
+    return pages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nearDupe.analysis import analyze_html, analyze_page, analyze_text
+from nearDupe.analysis import analyze_extracted, analyze_html, analyze_page, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
     LINE_TITLES,
@@ -151,7 +151,7 @@ def test_a_young_sites_page_carries_its_text_until_the_site_is_grown() -> None:
     assert page.recheck.text == ARTICLE + "\n" + TAIL
     assert not page.outdated(SiteTemplate())
     site = taught((1, "Another story of the site, all its own words.\n" + TAIL))
-    assert site.young() and site.known(page.lines, 7) == 3
+    assert site.young() and len(site.template_lines(page.lines, page.told, 0, 7)) == 3
     assert page.outdated(site)
     again = analyze_text(page.recheck.text, 0, features, site, 7)
     assert again.fingerprint == analyze_text(ARTICLE, 0, features).fingerprint
@@ -213,3 +213,36 @@ def test_a_page_whose_text_is_its_sites_block_is_read_again_without_it() -> None
     )
     decided = analyze_page(again.text, again.html, 0, features, site, first.identity, "")
     assert decided.fingerprint == alone.fingerprint
+
+
+def test_a_heading_on_the_sites_other_pages_is_its_name_not_a_headline() -> None:
+    """A blog heading every page with its name (not a link home, first in its titles): once
+    two other pages showed the name over other titles, a page's story is its own title part
+    (the two pages that showed it keep it as theirs); a story's copies (one title) and a
+    second headline of it make no name."""
+    blog = "<title>Silicon Exposed: {}</title><h1 class='blog'>Silicon Exposed</h1>"
+    titles = ("Decapping a flash chip", "A tour of the FPGA", "Probes", "Logic analyzers")
+    posts = [blog.format(title) for title in titles]
+    assert {headline_of(post) for post in posts} == {"Silicon Exposed"}
+    book: dict[int, tuple[int, ...]] = {}
+
+    def story(html: str) -> int:
+        """The page's identity as its site knows it, the site learning from the page."""
+        analysis = analyze_extracted(ARTICLE, html, "http://b/", 200, FeatureSettings(),
+                                     SiteTemplate(dict(book)))  # fmt: skip
+        for identity, lines in analysis.lessons():
+            learned(book, identity, lines)
+        return analysis.identity
+
+    name = identity_of("Silicon Exposed", "")
+    assert [story(post) for post in posts] == [
+        name,
+        name,
+        identity_of("Probes", ""),
+        identity_of("Logic analyzers", ""),
+    ]
+    # A story's copies and its second headline: its heading stays its own.
+    page = "<title>{} | The Ledger</title><h1>Council passes budget</h1>"
+    book.clear()
+    for title in ["Council passes budget"] * 3 + ["Budget passed: what we know"] * 2:
+        assert story(page.format(title)) == identity_of("Council passes budget", "")
