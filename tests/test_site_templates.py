@@ -228,3 +228,36 @@ def test_a_new_sites_page_that_became_its_essay_is_read_again_from_its_html(
     assert first["decision"] == "kept", result.report
     assert second["decision"] == "dropped", result.report
     assert second["duplicate_of"] == plain.url + second["url"].removeprefix(essays.url)
+
+
+@pytest.mark.redis
+def test_crawlers_sharing_redis_see_what_a_young_site_taught_at_once(tmp_path: Path) -> None:
+    """Two crawlers of one Redis index: what one learns of a young site the other reads at
+    its next page (its decisions are ordered after it); a grown site's lines are reused for
+    a few seconds."""
+    import asyncio
+
+    from nearDupe.sitetemplate import YOUNG_STORIES
+    from nearDupe.store import IndexHeader
+    from nearDupe.store.redis import RedisStore
+
+    require_redis()
+
+    async def crawl(url: str) -> None:
+        one, two = (RedisStore.from_url(url, IndexHeader(), name="shared") for _ in range(2))
+        try:
+            assert not (await two.site_template("a.example")).lines
+            await one.learn_site("a.example", 1, [10, 11])
+            assert (await two.site_template("a.example")).lines == {10: (1,), 11: (1,)}
+            for story in range(2, YOUNG_STORIES + 1):
+                await one.learn_site("a.example", story, [10, 11, 100 + story])
+            grown = await two.site_template("a.example")
+            assert not grown.young()
+            await one.learn_site("a.example", 99, [12])
+            assert 12 not in (await two.site_template("a.example")).lines
+        finally:
+            await one.close()
+            await two.close()
+
+    with RedisServer(tmp_path / "redis") as redis:
+        asyncio.run(crawl(redis.url))

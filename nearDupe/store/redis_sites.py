@@ -29,7 +29,9 @@ from nearDupe.store.sites import CACHED_SITES, learned
 logger = logging.getLogger(__name__)
 
 #: Seconds a crawler reuses what it read of a site before reading it again (what it learns
-#: itself it sees at once; what other crawlers learned, within this delay).
+#: itself it sees at once; what other crawlers learned, within this delay). A young site
+#: (sitetemplate.YOUNG_STORIES) is read again at every use: its pages are decided one at a
+#: time with what every crawler's pages taught before them.
 REFRESH = 5.0
 
 #: KEYS: the site's hash. ARGV: the page's identity (4 bytes), LINE_TITLES, SITE_LINES, then
@@ -108,7 +110,11 @@ class RedisSites:
 
     async def _book(self, host: str) -> dict[int, tuple[int, ...]]:
         cached = self._cache.get(host)
-        if cached is not None and time.monotonic() - cached[0] < REFRESH:
+        if (
+            cached is not None
+            and time.monotonic() - cached[0] < REFRESH
+            and not SiteTemplate(cached[1]).young()
+        ):
             self._cache.move_to_end(host)
             return cached[1]
         try:
@@ -123,7 +129,8 @@ class RedisSites:
         return book
 
     async def template(self, host: str) -> SiteTemplate:
-        """What the site's pages taught every crawler (as of at most REFRESH seconds ago)."""
+        """What the site's pages taught every crawler (as of at most REFRESH seconds ago, or
+        now while the site is young)."""
         return SiteTemplate(dict(await self._book(host))) if host else SiteTemplate()
 
     async def learn(self, host: str, identity: int, lines: Iterable[int]) -> None:
