@@ -128,9 +128,10 @@ def site_headline(headings: Sequence[str], site: SiteTemplate) -> tuple[str, tup
 
 
 def _heading_hash(heading: str) -> int:
-    """A heading's hash in its site's memory (apart from the lines': another seed)."""
-    norm = _NOT_LETTERS.sub("", unicodedata.normalize("NFKC", heading).casefold()) or heading
-    return xxh3_64_intdigest(norm.encode("utf-8", "surrogatepass"), _HEADING_SEED)
+    """A heading's hash in its site's memory (apart from the lines': another seed), of its
+    normalized text as its story's identity (digits kept: "Story 17" is not "Story 18")."""
+    data = (normalize(heading) or heading).encode("utf-8", "surrogatepass")
+    return xxh3_64_intdigest(data, _HEADING_SEED)
 
 
 def _names_site(fragment: str, heading: str, parts: Sequence[str], longest: str) -> bool:

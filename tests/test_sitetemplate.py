@@ -246,3 +246,8 @@ def test_a_heading_on_the_sites_other_pages_is_its_name_not_a_headline() -> None
     book.clear()
     for title in ["Council passes budget"] * 3 + ["Budget passed: what we know"] * 2:
         assert story(page.format(title)) == identity_of("Council passes budget", "")
+    # Headlines that differ by a number are different headlines, not one heading of the site.
+    book.clear()
+    numbered = "<title>Story {0} | The Ledger</title><h1>Story {0}</h1>"
+    for n in range(5):
+        assert story(numbered.format(n)) == identity_of(f"Story {n}", "")
