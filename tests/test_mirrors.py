@@ -123,3 +123,22 @@ def test_hosts_are_counted_as_the_python_rule(backend: Backend) -> None:
         await reopened.close()
 
     run(body)
+
+
+def test_a_verdict_is_not_undone_by_a_read_sent_before_it(backend: Backend) -> None:
+    """A mirror_of read in flight when this crawler learns the verdict answers None: the
+    verdict stays (a host is a mirror for good)."""
+    if backend.kind != "redis":
+        pytest.skip("the embedded index reads its verdicts under its lock")
+
+    async def body() -> None:
+        store = backend.open()
+        rule = MirrorRule(0.9, 10)
+        for _ in range(10):
+            await store.record_host("mirror.example", "orig.example", rule)
+        sites = store.sites  # type: ignore[attr-defined]
+        sites._remember("mirror.example", None)  # the late answer of an earlier read
+        assert await store.mirror_of("mirror.example") == "orig.example"
+        await store.close()
+
+    run(body)

@@ -170,6 +170,9 @@ class RedisSites:
         return verdict
 
     def _remember(self, host: str, verdict: str | None) -> None:
+        known = self._mirrors.get(host)
+        if verdict is None and known is not None and known[1] is not None:
+            return  # a read sent before this crawler learned the verdict: a verdict is final
         self._mirrors[host] = (time.monotonic(), verdict)
         self._mirrors.move_to_end(host)
         while len(self._mirrors) > CACHED_SITES:
