@@ -25,14 +25,16 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
     return xxh3_64_intdigest(data, _SEED)
 
 
-#: A page's sentences: (64-bit hash of the normalized sentence, its letters), distinct.
+#: A page's sentence units (see :func:`sentences`): (64-bit hash of a normalized sentence,
+#: clause or word shingle, its letters), distinct.
 Sentences = tuple[tuple[int, int], ...]
 
-#: Pages under this many letters are recorded under all their sentences (store/base.recorded).
+#: Pages whose units weigh under this many letters are recorded under all of them
+#: (store/base.recorded).
 SENTENCE_PAGE_LETTERS = 500
-#: A page is looked up by at most this many of its sentences, those with the smallest hashes
-#: (a bottom-k sketch: two copies keep alike ones): an article has ~20-60, a 2 MB page
-#: thousands.
+#: A page keeps at most this many of its units, those with the smallest hashes (a bottom-k
+#: sample: two copies keep alike ones): an article has a few hundred shingles, a 2 MB page
+#: hundreds of thousands.
 PROBE_SENTENCES = 256
 #: Sentences shorter than this once normalized (a date, "Share", a caption) do not count.
 SENTENCE_MIN_LETTERS = 8
@@ -67,20 +69,66 @@ CLAUSE_SENTENCE_LETTERS = 70
 _FINAL = re.compile(rf"[.。！？!?；;…{_SCRIPT_STOPS}][\"'”’»)）」』]*\s*$")
 
 
+#: A page of this many sentence letters or more is matched by word shingles (see
+#: :func:`sentences`): a light edit in every sentence (a spelling, a number, a word dropped or
+#: two swapped) changes every whole sentence, but only the few shingles around each edit.
+#: Below it (one or two sentences, where NEARDUPE_MIN_TEXT_LENGTH's exact hash takes over
+#: from simhash), whole sentences and clauses: different short texts of the same words (PAWS-X
+#: pairs: an entity swapped, a clause moved) share most of their shingles.
+SHINGLE_PAGE_LETTERS = 200
+#: Words a shingle spans, in scripts written with spaces between words.
+SHINGLE_WORDS = 4
+#: Characters a shingle spans, in Chinese, Japanese and scripts without spaces between words
+#: (a Chinese word is ~1.5 characters).
+SHINGLE_CHARS = 6
+#: Scripts whose every character is a token of its own: CJK ideographs, kana, and the
+#: scripts written without spaces between words.
+_CHARACTER_SCRIPTS = f"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff{_SPACELESS}"
+#: A shingle's tokens: a character of _CHARACTER_SCRIPTS, or a run of other letters (digits
+#: are no token: "1,000" and "1000", "two" and "2" differ by a word at most).
+_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]|[^\\W\\d_{_CHARACTER_SCRIPTS}]+")
+_CHARACTER_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]")
+#: Seed of the shingle hashes (never equal to a sentence's or a page's exact hash by
+#: construction).
+_SHINGLE_SEED = 0x6E64_7368_696E_676C
+
+
 def sentences(text: str) -> Sentences:
-    """The distinct normalized sentences of ``text`` (ending as sentences end) of at least
-    SENTENCE_MIN_LETTERS letters, those of CLAUSE_SENTENCE_LETTERS or more cut into their
-    clauses (see _CLAUSE_END); at most PROBE_SENTENCES of them (the smallest hashes)."""
+    """The units a page is matched by, as (hash, letters), distinct: at most PROBE_SENTENCES
+    of them (the smallest hashes). A page of SHINGLE_PAGE_LETTERS sentence letters or more
+    gives its word shingles (:func:`shingles`); a shorter one its normalized sentences of at
+    least SENTENCE_MIN_LETTERS letters (ending as sentences end), those of
+    CLAUSE_SENTENCE_LETTERS or more cut into their clauses (see _CLAUSE_END)."""
+    parts = [p for p in _parts(text) if len(normalize(p)) >= SENTENCE_MIN_LETTERS]
+    if sum(len(normalize(p, digits=False)) for p in parts) >= SHINGLE_PAGE_LETTERS:
+        return shingles(parts)
     found: dict[int, int] = {}
-    for part in _parts(text):
+    for part in parts:
         pieces = [normalize(piece) for piece in _CLAUSE_END.split(part)]
         norm = "".join(pieces)
-        if len(norm) < SENTENCE_MIN_LETTERS:
-            continue
         for unit in _clauses(pieces) if len(norm) >= CLAUSE_SENTENCE_LETTERS else [norm]:
             found[xxh3_64_intdigest(unit.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
                 unit
             )
+    return tuple(sorted(found.items())[:PROBE_SENTENCES])
+
+
+def shingles(parts: list[str]) -> Sentences:
+    """The distinct shingles of the sentences ``parts``: each run of SHINGLE_WORDS words
+    (SHINGLE_CHARS characters in a sentence mostly of _CHARACTER_SCRIPTS) within a sentence,
+    a shorter sentence whole; at most PROBE_SENTENCES of them (the smallest hashes). A
+    shingle weighs the letters of its tokens."""
+    found: dict[int, int] = {}
+    for part in parts:
+        tokens = _TOKEN.findall(unicodedata.normalize("NFKC", part).casefold())
+        if not tokens:
+            continue
+        characters = sum(_CHARACTER_TOKEN.match(t) is not None for t in tokens)
+        width = SHINGLE_CHARS if 2 * characters > len(tokens) else SHINGLE_WORDS
+        for i in range(max(1, len(tokens) - width + 1)):
+            shingle = tokens[i : i + width]
+            key = " ".join(shingle).encode("utf-8", "surrogatepass")
+            found[xxh3_64_intdigest(key, _SHINGLE_SEED)] = sum(map(len, shingle))
     return tuple(sorted(found.items())[:PROBE_SENTENCES])
 
 

@@ -10,8 +10,9 @@ from xxhash import xxh3_64_intdigest
 
 from nearDupe.features import FeatureSettings, extract_features, line_features, tokenize_lines
 
-#: Bumped whenever a change alters the fingerprint of some text; stored in index headers.
-ALGORITHM_VERSION = 3
+#: Bumped whenever a change alters the fingerprint of some text or the sentence units a page
+#: is stored under (shorttext.sentences); stored in index headers.
+ALGORITHM_VERSION = 4
 
 #: Weights are rounded to this many units per 1.0 so the bit votes are summed exactly.
 _WEIGHT_SCALE = 1000

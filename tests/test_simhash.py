@@ -34,7 +34,7 @@ LONG = (
 )
 
 #: Fingerprints under ALGORITHM_VERSION == PINNED_VERSION (default FeatureSettings).
-PINNED_VERSION = 3
+PINNED_VERSION = 4
 PINNED = {
     EN: "859b82931cc2bb97",
     ZH: "3d3dce4c02b37c20",

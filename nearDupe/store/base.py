@@ -53,8 +53,10 @@ NO_CONFIRMATION = 128
 SENTENCE_SHARE = 0.3
 #: The sentences two pages share must also make up this much of one of them: a copy holds
 #: most of the page it copies, while two different short articles that share template text
-#: (an author's bio, a notice) each have their own.
-SENTENCE_CONTAINED = 0.5
+#: (an author's bio, a notice) each have their own. A copy with a light edit in every
+#: sentence keeps 0.6-0.9 of its shingles; texts of the same words told otherwise (PAWS-X
+#: pairs joined) 0.2-0.5, and pass 0.5 by their sketch's noise (docs/quality.md).
+SENTENCE_CONTAINED = 0.6
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -69,13 +71,15 @@ SAMPLE_SENTENCES = 4
 #: hash below it: (a / (a + n))^16 for a copy adding a sentences to n (1.5e-5 at a = n).
 #: Each sentence read is a bucket (and a lease, in Redis): a 60-sentence article read 60.
 LOOKUP_SENTENCES = 16
-#: A stored page is judged by the SKETCH_SENTENCES smallest of its sentence hashes (all of a
-#: page of up to 16 sentences, so the rule is exact there): a bottom-k sketch, whose share
-#: found in a query estimates the share of the whole page (two articles sharing a quarter of
-#: a 40-sentence page's letters pass half of its sketch with probability ~0.02).
-SKETCH_SENTENCES = 16
-#: Bytes kept of each sketched hash (its low bits): a query of 40 sentences meets a stored
-#: sketch of 16 in a false pair with probability 16 * 40 / 2**16 ~ 0.01.
+#: A stored page is judged by the SKETCH_SENTENCES smallest of its unit hashes (all of a
+#: page of up to 24 units, so the rule is exact there): a bottom-k sketch, whose share found
+#: in a query estimates the share of the whole page (two texts sharing 40 % of their
+#: shingles pass 60 % of a sketch of 24 with probability 0.02; of 16, 0.06). A Redis page
+#: record holds at most 31 (redis_records.TAIL_COUNT).
+SKETCH_SENTENCES = 24
+#: Bytes kept of each sketched hash (its low bits): a query of 256 units meets a stored
+#: sketch of 24 in a false pair with probability 24 * 256 / 2**16 ~ 0.09, which adds a 24th
+#: of the stored page's share.
 TAIL_BYTES = 2
 _TAIL_MASK = (1 << 8 * TAIL_BYTES) - 1
 
