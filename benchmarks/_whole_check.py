@@ -5,9 +5,10 @@ Per size N, an index of N pages (each with a fingerprint and 4 sentences of 130 
 written straight into SQLite once and opened once to write its snapshots; each side then gets
 a copy and, in a subprocess importing nearDupe from its own checkout, awaits CHECKS calls of
 ``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's thread), a third
-each of: new pages (a new fingerprint, 30 new sentences), fingerprint copies (a stored or
-earlier page's fingerprint with 2 bits flipped, its signature and sentences) and sentence
-copies (a new fingerprint, a stored page's 4 sentences). Each await is timed.
+each of: new pages (a new fingerprint, and as many new sentence units as that checkout's
+``shorttext.sentences`` keeps of a text of 30 sentences of 130 letters), fingerprint copies
+(a stored or earlier page's fingerprint with 2 bits flipped, its signature and sentences)
+and sentence copies (a new fingerprint, a stored page's 4 sentences). Each await is timed.
 
 Two commit intervals: 1 s (the default, at the benchmark's ~10^4 checks/s a commit comes every
 ~10^4 checks) and 0.01 s, which at that rate gives a commit every ~100 checks of ~100 pages: a
@@ -83,8 +84,24 @@ def _flip(fp: int, rng: np.random.Generator) -> int:
     return fp ^ (1 << a) ^ (1 << b)
 
 
-def _calls(n: int, seed: int) -> list[tuple[str, int, str, int, tuple[tuple[int, int], ...]]]:
-    """(kind, fp, key, signature, sentences) of every check, in order."""
+def new_units() -> int:
+    """How many sentence units the code imported as nearDupe keeps of a new page: a text of
+    NEW_SENTENCES sentences of LETTERS letters (22 random words of 5 letters and a space)."""
+    from nearDupe.shorttext import sentences
+
+    rng = np.random.default_rng(1)
+    words = ["".join(rng.choice(list("abcdefghij"), 5)) for _ in range(22 * NEW_SENTENCES)]
+    text = " ".join(
+        " ".join(words[i : i + 22]).capitalize() + "." for i in range(0, len(words), 22)
+    )
+    return len(sentences(text))
+
+
+def _calls(
+    n: int, seed: int, units: int
+) -> list[tuple[str, int, str, int, tuple[tuple[int, int], ...]]]:
+    """(kind, fp, key, signature, sentences) of every check, in order; a new page has
+    ``units`` sentence units."""
     rng = np.random.default_rng(seed + 7)
     stored_fps, stored_hashes = _stored(n, seed, 0)  # copies of the first chunk's pages
     added: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []
@@ -93,7 +110,7 @@ def _calls(n: int, seed: int) -> list[tuple[str, int, str, int, tuple[tuple[int,
         kind = ("new", "fp copy", "sentence copy")[i % 3]
         if kind == "new":
             fp, sig = (int(x) for x in rng.integers(0, 2**64, 2, dtype=np.uint64))
-            hashes = rng.integers(0, 2**64, NEW_SENTENCES, dtype=np.uint64).tolist()
+            hashes = rng.integers(0, 2**64, units, dtype=np.uint64).tolist()
             sentences = tuple(sorted((h, LETTERS) for h in hashes))
             added.append((fp, sig, sentences))
         else:
@@ -117,7 +134,7 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
     from nearDupe.store import EmbeddedStore
     from nearDupe.store.embedded import EmbeddedIndex
 
-    calls = _calls(n, seed)
+    calls = _calls(n, seed, new_units())
     commits: list[tuple[str, float]] = []  # (thread, seconds) of every commit
     commit = EmbeddedIndex.commit
 
@@ -152,6 +169,7 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
             "in_thread": in_thread,
             "close": time.perf_counter() - closing,
             "code": str(Path(nearDupe.__file__).parent.parent),
+            "units": max(len(c[4]) for c in calls),
         }
 
     print(json.dumps(asyncio.run(run())))
@@ -183,15 +201,17 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
         f"whole check_and_add through EmbeddedStore, {CHECKS} timed checks a run "
-        "(1/3 new pages of 30 sentences, 1/3 fingerprint copies, 1/3 sentence copies); "
+        "(1/3 new pages of 30 sentences (as many units as each code keeps of them), "
+        "1/3 fingerprint copies, 1/3 sentence copies); "
         f"base: {base}"
     )
     print(
-        "| stored pages | commit interval | code | p50 µs | p99 µs (each run) | p99.9 µs | "
+        "| stored pages | commit interval | code | units of a new page | p50 µs "
+        "| p99 µs (each run) | p99.9 µs | "
         "max ms | checks/s | found (fp / sentence copies) | close s | "
         "commits inside a check: n, mean/max ms | in the committer thread: n, mean/max ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for size in sizes:
             n = int(size)
@@ -216,7 +236,8 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
                     found = runs[0]["found"]
                     assert isinstance(found, dict)
                     print(
-                        f"| {n:.0e} | {interval:g} s | {name} | {np.median(a):.0f} | "
+                        f"| {n:.0e} | {interval:g} s | {name} | {runs[0]['units']} "
+                        f"| {np.median(a):.0f} | "
                         f"{np.percentile(a, 99):.0f} ({p99s}) | {np.percentile(a, 99.9):.0f} | "
                         f"{a.max() / 1e3:.2f} | {len(a) / a.sum() * 1e6:,.0f} | "
                         f"{found['fp copy']} / {found['sentence copy']} | "

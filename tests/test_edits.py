@@ -1,0 +1,171 @@
+"""Copies with a light edit in every sentence: found by their word shingles, on both backends,
+while look-alike texts, template lines and old indexes stay apart."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from nearDupe.analysis import analyze_text
+from nearDupe.errors import IndexSettingsMismatch
+from nearDupe.features import FeatureSettings
+from nearDupe.shorttext import (
+    PROBE_SENTENCES,
+    SHINGLE_PAGE_LETTERS,
+    normalize,
+    sentences,
+)
+from nearDupe.simhash import ALGORITHM_VERSION
+from nearDupe.store import IndexHeader
+from nearDupe.store.base import looked_up, recorded
+from tests import test_store_contract as contract
+from tests.test_sitetemplate import taught
+from tests.test_store_contract import Backend, run
+
+#: The contract's fixtures: each store test runs on a real embedded index and a real Redis.
+backend = contract.backend
+redis_for_contract = contract.redis_for_contract
+
+ORIGINAL = [
+    "Mr Patel said the council would organise a review of the harbour programme next month, "
+    "once the engineers have delivered their report.",
+    "The city spent 1,000 pounds on grey paving stones for the centre of the old market, "
+    "which had been closed to traffic since the floods.",
+    "Critics said two of the new ferries had travelled half empty since the spring, while "
+    "the older boats were still crowded at weekends.",
+    "Unemployment in the district fell to 4 per cent last year, the lowest figure recorded "
+    "there in more than a decade of surveys.",
+    "The mayor says the plan will be finished before the theatre reopens in the autumn with "
+    "a season of plays by local writers.",
+    "Residents have been asked to recognise the work of the volunteers who cleaned the beach "
+    "after the storm in the first week of January.",
+    "A second survey of the river banks found no sign of the pollution reported in June by "
+    "anglers fishing below the paper mill.",
+    "Dr Jones told reporters that the defence of the budget would take several weeks of "
+    "meetings with the opposition parties on the council.",
+]
+#: One light edit in every sentence: an honorific dropped, a spelling, a number written
+#: otherwise, "said" for "says", "%" for "per cent", two words swapped, a word deleted.
+EDITED = [
+    "Patel said the council would organise a review of the harbour programme next month, "
+    "once the engineers have delivered their report.",
+    "The city spent 1,000 pounds on gray paving stones for the centre of the old market, "
+    "which had been closed to traffic since the floods.",
+    "Critics say two of the new ferries had travelled half empty since the spring, while "
+    "the older boats were still crowded at weekends.",
+    "Unemployment in the district fell to 4% last year, the lowest figure recorded "
+    "there in more than a decade of surveys.",
+    "The mayor says the plan will be finished before the theater reopens in the autumn with "
+    "a season of plays by local writers.",
+    "Residents have been asked to recognize the work of the volunteers who cleaned the beach "
+    "after the storm in the first week of January.",
+    "A second survey of the banks river found no sign of the pollution reported in June by "
+    "anglers fishing below the paper mill.",
+    "Dr Jones told reporters that the defence of the budget would take weeks of "
+    "meetings with the opposition parties on the council.",
+]
+OTHER = [
+    "The library will open a reading room for children on the ground floor in March.",
+    "Its director said the books had been donated by families from the whole county.",
+    "Opening hours will be longer on Saturdays, and a cafe is planned for next year.",
+    "The building, a former post office, was bought by the city for a modest sum.",
+]
+
+
+def _text(lines: list[str]) -> str:
+    return "\n".join(lines)
+
+
+def test_a_light_edit_in_every_sentence_keeps_most_shingles_and_no_sentence() -> None:
+    assert {normalize(s) for s in ORIGINAL}.isdisjoint(normalize(s) for s in EDITED)
+    original, copy = dict(sentences(_text(ORIGINAL))), dict(sentences(_text(EDITED)))
+    shared = sum(original[h] for h in original.keys() & copy.keys())
+    assert shared >= 0.6 * sum(original.values())
+    # Copies choose alike: the original is recorded under units the copy looks up.
+    recorded_under = {h for h, _ in recorded(sentences(_text(ORIGINAL)))}
+    assert recorded_under & {h for h, _ in looked_up(sentences(_text(EDITED)))}
+
+
+def test_an_edited_copy_is_found_and_another_story_is_not(backend: Backend) -> None:
+    rng = random.Random(3)
+    fps = [rng.getrandbits(64) for _ in range(3)]  # pairwise far apart
+
+    async def body() -> None:
+        store = backend.open()
+        assert await store.check_and_add(fps[0], "a", None, sentences(_text(ORIGINAL))) is None
+        template = ORIGINAL[-2:]  # two sentences every page of a site has
+        other = sentences(_text(OTHER + template))
+        assert await store.check_and_add(fps[1], "b", None, other) is None
+        match = await store.check_and_add(fps[2], "c", None, sentences(_text(EDITED)))
+        assert match is not None and (match.key, match.distance) == ("a", None)
+        assert match.shared is not None and match.shared >= 0.6
+        assert await store.count() == 2
+        await store.close()
+
+    run(body)
+
+
+def test_pawsx_look_alikes_joined_are_not_copies(backend: Backend) -> None:
+    """Real look-alike texts (PAWS-X Chinese pairs: the same words, an entity swapped or a
+    clause moved), twelve pairs joined, are different texts of 200+ letters each."""
+    import csv
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "pawsx-zh" / "dev_2k.tsv"
+    if not path.exists():
+        pytest.skip(f"no evaluation data at {path}")
+    with path.open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+    pairs = [(r["sentence1"], r["sentence2"]) for r in rows if r["label"] == "0"][:480]
+    joined = [pairs[i : i + 12] for i in range(0, len(pairs), 12)]
+    firsts = [sentences("\n".join(a for a, _ in group)) for group in joined]
+    seconds = [sentences("\n".join(b for _, b in group)) for group in joined]
+    assert min(sum(n for _, n in s) for s in firsts) >= SHINGLE_PAGE_LETTERS
+    rng = random.Random(4)
+
+    async def body() -> None:
+        store = backend.open()
+        for i, units in enumerate(firsts):
+            assert await store.check_and_add(rng.getrandbits(64), f"a{i}", None, units) is None
+        for units in seconds:
+            assert await store.query(rng.getrandbits(64), 0, None, units) == []
+        await store.close()
+
+    run(body)
+
+
+def test_lines_the_site_taught_give_no_units() -> None:
+    features = FeatureSettings()
+    notice = "Subscribe to our newsletter for the news of the harbor and the market every day."
+    site = taught((1, "A story of its own about the ferries, told in a few words.\n" + notice))
+    page = analyze_text(_text(ORIGINAL) + "\n" + notice, 0, features, site, 7)
+    assert page.sentences == analyze_text(_text(ORIGINAL), 0, features).sentences
+    # Without its site, the notice's shingles are the page's too.
+    whole = analyze_text(_text(ORIGINAL) + "\n" + notice, 0, features).sentences
+    assert set(whole) > set(page.sentences)
+
+
+def test_hostile_text_gives_bounded_units() -> None:
+    ugly = "\ud800 Lone surrogates\x00 and NULs \udfff in a sentence of many words here. " * 400
+    units = sentences(ugly)
+    assert 0 < len(units) <= PROBE_SENTENCES
+    rng = random.Random(2)
+    words = ["".join(rng.choices("abcdefghij", k=6)) for _ in range(200_000)]
+    huge = " ".join(" ".join(words[i : i + 20]) + "." for i in range(0, len(words), 20))
+    assert len(sentences(huge)) == PROBE_SENTENCES
+
+
+def test_an_index_of_whole_sentence_units_is_refused(backend: Backend) -> None:
+    """Pages stored by ALGORITHM_VERSION 3 hold whole-sentence units, which a shingle never
+    equals: such an index is refused with a message naming the algorithm, never mixed."""
+    assert ALGORITHM_VERSION >= 4
+
+    async def body() -> None:
+        store = backend.open(IndexHeader(algorithm=3))
+        await store.check_and_add(1, "a", None, ((5, 40),))
+        await store.close()
+        with pytest.raises(IndexSettingsMismatch, match="algorithm: index has 3"):
+            backend.open()
+
+    run(body)
