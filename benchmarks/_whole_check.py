@@ -128,12 +128,27 @@ def _calls(
     return calls
 
 
+def _as_this_algorithm(path: str) -> None:
+    """The index's header names the ALGORITHM_VERSION of the code imported as nearDupe: its
+    fingerprints and sentence units are random numbers, alike under every version."""
+    from nearDupe.simhash import ALGORITHM_VERSION
+
+    with sqlite3.connect(Path(path) / "pages.sqlite3") as db:
+        (stored,) = db.execute("SELECT value FROM meta WHERE name = 'header'").fetchone()
+        header = {**json.loads(stored), "algorithm": ALGORITHM_VERSION}
+        db.execute(
+            "UPDATE meta SET value = ? WHERE name = 'header'",
+            (json.dumps(header, sort_keys=True),),
+        )
+
+
 def worker(path: str, n: int, seed: int, interval: float) -> None:
     """Run the checks on the index at ``path`` and print the timings as JSON (one line)."""
     import nearDupe
     from nearDupe.store import EmbeddedStore
     from nearDupe.store.embedded import EmbeddedIndex
 
+    _as_this_algorithm(path)
     calls = _calls(n, seed, new_units())
     commits: list[tuple[str, float]] = []  # (thread, seconds) of every commit
     commit = EmbeddedIndex.commit

@@ -314,7 +314,8 @@ def score(
                 if paws_analysed[2 * n][0] is not None:
                     index.add(paws_analysed[2 * n], str(n))
             for n, (_, _, b) in texts:
-                found = index.decide(paws_analysed[2 * n + 1])
+                b_page = paws_analysed[2 * n + 1]
+                found = index.decide(b_page) if b_page[0] is not None else None
                 # A sentence 2 of one pair is at times a sentence 1 of another: no false drop.
                 paws_false[m] += found is not None and normalize(paws[int(found)][1]) != normalize(
                     b
@@ -412,7 +413,7 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=str(_code_of(args.against, Path(tmp))))
             out = subprocess.run(
                 [sys.executable, __file__, "--json", *sys.argv[1:]],
-                env=env, check=True, capture_output=True, text=True,
+                env=env, check=True, stdout=subprocess.PIPE, text=True,
             ).stdout  # fmt: skip
         baseline = json.loads(out.splitlines()[-1])
         assert baseline["code"].startswith(tmp), f"{baseline['code']} is not {args.against}'s"
