@@ -14,12 +14,13 @@ from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import (
     PROBE_SENTENCES,
     SHINGLE_PAGE_LETTERS,
+    letters,
     normalize,
     sentences,
 )
 from nearDupe.simhash import ALGORITHM_VERSION
 from nearDupe.store import IndexHeader
-from nearDupe.store.base import looked_up, recorded
+from nearDupe.store.base import holders_of, looked_up, recorded, shared_sentences
 from tests import test_store_contract as contract
 from tests.test_sitetemplate import taught
 from tests.test_store_contract import Backend, run
@@ -169,3 +170,16 @@ def test_an_index_of_whole_sentence_units_is_refused(backend: Backend) -> None:
             backend.open()
 
     run(body)
+
+
+def test_a_long_page_cut_by_a_third_is_held_whole_by_its_original() -> None:
+    """Both keep their 256 smallest shingles; their letters are those of the whole pages."""
+    rng = random.Random(6)
+    words = ["".join(rng.choices("abcdefghij", k=6)) for _ in range(3_000)]
+    lines = [" ".join(words[i : i + 20]).capitalize() + "." for i in range(0, len(words), 20)]
+    original, copy = sentences(_text(lines)), sentences(_text(lines[: 2 * len(lines) // 3]))
+    assert len(original) == len(copy) == PROBE_SENTENCES
+    assert 1.3 < letters(original) / letters(copy) < 1.7
+    (shared,) = shared_sentences(copy, holders_of(original, "a", 0))
+    assert shared.of_query > 0.9 and 0.5 < shared.of_stored < 0.85
+    assert shared.is_copy(0.3)
