@@ -84,9 +84,9 @@ SHINGLE_CHARS = 6
 #: Scripts whose every character is a token of its own: CJK ideographs, kana, and the
 #: scripts written without spaces between words.
 _CHARACTER_SCRIPTS = f"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff{_SPACELESS}"
-#: A shingle's tokens: a character of _CHARACTER_SCRIPTS, or a run of other letters (digits
-#: are no token: "1,000" and "1000", "two" and "2" differ by a word at most).
-_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]|[^\\W\\d_{_CHARACTER_SCRIPTS}]+")
+#: A shingle's tokens: a character of _CHARACTER_SCRIPTS, or a run of other letters and
+#: digits (numbers tell different stories of one template apart: results, prices, dates).
+_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]|[^\\W_{_CHARACTER_SCRIPTS}]+")
 _CHARACTER_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]")
 #: Seed of the shingle hashes (never equal to a sentence's or a page's exact hash by
 #: construction).

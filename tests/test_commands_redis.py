@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,18 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
+def at_this_algorithm(old: Path) -> None:
+    """The older code unpacked at ``old`` run at this ALGORITHM_VERSION: the Redis layout is
+    under test here (an index of another algorithm is refused: tests/test_edits.py)."""
+    from nearDupe.simhash import ALGORITHM_VERSION
+
+    simhash = old / "nearDupe" / "simhash.py"
+    code = simhash.read_text(encoding="utf-8")
+    assert "\nALGORITHM_VERSION = " in code
+    code = re.sub(r"\nALGORITHM_VERSION = \d+", f"\nALGORITHM_VERSION = {ALGORITHM_VERSION}", code)
+    simhash.write_text(code, encoding="utf-8")
+
+
 def test_a_format_2_index_is_refused_then_migrated(tmp_path: Path) -> None:
     """An index built by the code before format 3 (main's tree, one hash tag) is refused at
     open with the command that rebuilds it; ``migrate-redis`` rebuilds it, pages and sentence
@@ -122,6 +135,7 @@ def test_a_format_2_index_is_refused_then_migrated(tmp_path: Path) -> None:
     if archive.returncode:
         pytest.skip("the format-2 code (commit 8a8da4e) is not in this repository")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    at_this_algorithm(old)
     with RedisServer(tmp_path / "redis") as redis:
         built = subprocess.run(
             [sys.executable, "-c", _OLD_INDEX, redis.url],
@@ -201,6 +215,7 @@ def test_a_format_3_index_is_read_and_written_in_its_own_format(tmp_path: Path) 
     if archive.returncode:
         pytest.skip(f"the format-3 code (commit {_FORMAT_3_CODE}) is not in this repository")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    at_this_algorithm(old)
     a, b, c = 0x123456789ABCDEF0, 0x0F0F0F0F0F0F0F0F, 0x5555555555555555
     brief = [[11, 60], [22, 70]]
     other = [[33, 60], [44, 70]]
