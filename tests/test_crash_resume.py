@@ -46,13 +46,21 @@ def _sentences() -> list[str]:
     return sentences
 
 
+def _reordered(sentence: str, rng: random.Random) -> str:
+    words = sentence.rstrip(".!?").split()
+    rng.shuffle(words)
+    return " ".join(words) + "."
+
+
 def build_network(articles: int, copies: int) -> tuple[dict[str, Page], dict[str, str]]:
     """(path -> Page, path -> cluster): distinct stories recombined from the demo's sentences,
-    each sentence told as the story's own (distinct stories share none of their sentences)."""
+    each sentence told as the story's own, its words in an order of the story's (distinct
+    stories share none of their sentences, nor their runs of words)."""
     pool = _sentences()
     stories = []
     for i in range(articles):
-        chosen = [f"In story {i}, {s}" for s in random.Random(i).sample(pool, 12)]
+        rng = random.Random(i)
+        chosen = [f"In story {i}, {_reordered(s, rng)}" for s in rng.sample(pool, 12)]
         stories.append([" ".join(chosen[j : j + 3]) for j in range(0, 12, 3)])
     fps = [analyze_text("\n".join(s), 200, FeatureSettings()).fingerprint for s in stories]
     assert min(hamming(a, b) for a, b in itertools.combinations(fps, 2)) > DEFAULT_K + 2  # type: ignore[arg-type]
