@@ -55,8 +55,9 @@ SENTENCE_SHARE = 0.3
 #: most of the page it copies, while two different short articles that share template text
 #: (an author's bio, a notice) each have their own. A copy with a light edit in every
 #: sentence keeps 0.6-0.9 of its shingles; texts of the same words told otherwise (PAWS-X
-#: pairs joined) 0.2-0.5, and pass 0.5 by their sketch's noise (docs/quality.md).
-SENTENCE_CONTAINED = 0.6
+#: pairs joined) 0.2-0.5, and pass 0.5 by their sketch's noise; a story quoted among a
+#: portal section's other sentences is held 0.5-0.6 (docs/quality.md).
+SENTENCE_CONTAINED = 0.55
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -74,7 +75,7 @@ LOOKUP_SENTENCES = 16
 #: A stored page is judged by the SKETCH_SENTENCES smallest of its unit hashes (all of a
 #: page of up to 24 units, so the rule is exact there): a bottom-k sketch, whose share found
 #: in a query estimates the share of the whole page (two texts sharing 40 % of their
-#: shingles pass 60 % of a sketch of 24 with probability 0.02; of 16, 0.06). A Redis page
+#: shingles pass 55 % of a sketch of 24 with probability 0.05; of 16, 0.14). A Redis page
 #: record holds at most 31 (redis_records.TAIL_COUNT).
 SKETCH_SENTENCES = 24
 #: Bytes kept of each sketched hash (its low bits): a query of 256 units meets a stored
