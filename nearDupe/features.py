@@ -240,32 +240,36 @@ def _plain(text: str) -> bool:
 def tokenize(text: str) -> list[str]:
     """NFKC-normalize and case-fold text, then split it into words (jieba for Chinese runs;
     character pairs for scripts without spaces, see the module's docstring)."""
-    return _tokenize(text, _plain(text), is_japanese(text))
+    return _tokenize([text], _plain(text), is_japanese(text))[0]
 
 
-def _tokenize(text: str, plain: bool, japanese: bool) -> list[str]:
-    """:func:`tokenize` of a line of a text that is ``plain`` (see _plain) or not, Japanese or
-    not."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    tokens: list[str] = []
-    pos = 0
-    runs = list(_CJK_RUN.finditer(text))
-    cuts = chinese.cut_each([match.group() for match in runs]) if runs else []
-    for match, words in zip(runs, cuts, strict=True):
-        if plain:
-            tokens.extend(_WORD.findall(text, pos, match.start()))
-        else:
-            tokens.extend(_words(text[pos : match.start()], japanese))
-        tokens.extend(t for t in words if t.strip())
-        pos = match.end()
-    tokens.extend(_WORD.findall(text, pos) if plain else _words(text[pos:], japanese))
-    return tokens
+def _tokenize(lines: list[str], plain: bool, japanese: bool) -> list[list[str]]:
+    """:func:`tokenize` of each line of a text that is ``plain`` (see _plain) or not,
+    Japanese or not; the Chinese runs of all lines are cut together (one lookup of their
+    words)."""
+    texts = [unicodedata.normalize("NFKC", line).casefold() for line in lines]
+    runs = [list(_CJK_RUN.finditer(text)) for text in texts]
+    cuts = iter(chinese.cut_each([m.group() for found in runs for m in found]))
+    tokenized: list[list[str]] = []
+    for text, found in zip(texts, runs, strict=True):
+        tokens: list[str] = []
+        pos = 0
+        for match in found:
+            if plain:
+                tokens.extend(_WORD.findall(text, pos, match.start()))
+            else:
+                tokens.extend(_words(text[pos : match.start()], japanese))
+            tokens.extend(t for t in next(cuts) if t.strip())
+            pos = match.end()
+        tokens.extend(_WORD.findall(text, pos) if plain else _words(text[pos:], japanese))
+        tokenized.append(tokens)
+    return tokenized
 
 
 def tokenize_lines(text: str) -> list[list[str]]:
     """:func:`tokenize` applied to each non-blank line (plain, Japanese or not as a whole)."""
-    plain, japanese = _plain(text), is_japanese(text)
-    return [tokens for line in text.splitlines() if (tokens := _tokenize(line, plain, japanese))]
+    lines = _tokenize(text.splitlines(), _plain(text), is_japanese(text))
+    return [tokens for tokens in lines if tokens]
 
 
 @lru_cache(maxsize=1 << 17)
