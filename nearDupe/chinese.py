@@ -293,7 +293,10 @@ def cut(text: str) -> list[str]:
 
 
 def cut_each(texts: list[str]) -> list[list[str]]:
-    """:func:`cut` of each text, their dictionary words looked up together."""
+    """:func:`cut` of each text, their dictionary words looked up together (no text: jieba
+    is not even imported)."""
+    if not texts:
+        return []
     han, skip = _patterns()
     pieces = [[(bool(han.match(b)), b) for b in han.split(text) if b] for text in texts]
     blocks = [b for parts in pieces for is_han, b in parts if is_han]
