@@ -1,8 +1,8 @@
 """A user's first crawls: a fresh virtualenv with nearDupe installed, a fresh ``scrapy
 startproject`` enabling the add-on, a tiny spider over the demo site, Scrapy's default log level
 (DEBUG). Prints, cold (numba's kernel cache empty, first run in the new venv) and warm (the same
-again): log lines in all and from numba, and seconds from ``Spider opened`` to the first page
-decided (the first ``Dropped:`` or ``Scraped from`` line).
+again): log lines in all, from numba and of tracebacks, and seconds from ``Spider opened`` to
+the first page decided (the first ``Dropped:`` or ``Scraped from`` line).
 
 Run from the repository root: ``python benchmarks/startup_bench.py [--full-install] [--runs 2]``.
 By default the venv is made with ``--system-site-packages`` plus a path to the project's
@@ -39,6 +39,7 @@ class Tiny(Spider):
     """Every page of a site, one item each."""
 
     name = "tiny"
+    allowed_domains = ["127.0.0.1"]  # as `scrapy genspider tiny 127.0.0.1` writes it
 
     def __init__(self, start_url, **kwargs):
         super().__init__(**kwargs)
@@ -130,6 +131,7 @@ def crawl(
     return {
         "lines": len(lines),
         "numba": sum("numba" in line for line in lines),
+        "tracebacks": sum(line.startswith("Traceback") for line in lines),
         "first": (first - opened).total_seconds() if opened and first else float("nan"),
         "wall": wall,
         "nbi": len(list(cache.rglob("*.nbi"))),
@@ -163,17 +165,18 @@ def main() -> None:
         time.sleep(1)  # the demo server is up
         cache = tmp / "kernel-cache"
         print(
-            "| crawl | log lines | from numba | Spider opened -> first page decided (s) "
-            "| whole process (s) | numba cache entries after |"
+            "| crawl | log lines | from numba | tracebacks | Spider opened -> first page decided "
+            "(s) | whole process (s) | numba cache entries after |"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         for run in range(args.runs):
             name = "cold (new venv, empty caches)" if run == 0 else f"warm (run {run + 1})"
             log = args.logs / f"crawl{run + 1}.log" if args.logs else None
             url = f"http://127.0.0.1:{port}"
             got = crawl(python, project, url, cache, tmp / f"index{run}", args.items, log)
             print(
-                f"| {name} | {got['lines']} | {got['numba']} | {got['first']:.2f} "
+                f"| {name} | {got['lines']} | {got['numba']} | {got['tracebacks']} "
+                f"| {got['first']:.2f} "
                 f"| {got['wall']:.1f} | {got['nbi']} |"
             )
     finally:
