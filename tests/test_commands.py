@@ -59,7 +59,27 @@ def test_command_is_registered_and_lists_subcommands(crawl: tuple[Path, CrawlRes
     # Scrapy's help formatter makes a heading of any help line ending in a colon.
     usage = neardupe(tmp, "--help").stdout
     headings = [line for line in usage.splitlines() if set(line) == {"="}]
-    assert len(headings) == 3 and "report.html by default" in usage, usage
+    assert len(headings) == 3 and "SUBCOMMAND -h' lists" in " ".join(usage.split()), usage
+    assert "report.html by default" in neardupe(tmp, "report", "--help").stdout
+
+
+def test_options_are_each_subcommands_own(crawl: tuple[Path, CrawlResult], tmp_path: Path) -> None:
+    tmp, _ = crawl
+    wrong = neardupe(tmp, "stats", "--top", "3")
+    assert wrong.returncode == 2 and "stats: unrecognised arguments: --top 3" in wrong.stderr
+    missing = neardupe(tmp, "check")
+    assert missing.returncode == 2
+    assert "scrapy neardupe check: error: the following arguments are required" in missing.stderr
+    # Scrapy's -s before and after the subcommand both count.
+    index, report = tmp / "index", tmp_path / "report.jsonl"
+    report.write_text(json.dumps({"url": "http://example.com/", "decision": "kept"}) + "\n")
+    given = ["-s", f"NEARDUPE_INDEX={index}", "stats", "--json", "-s", f"NEARDUPE_REPORT={report}"]
+    both = run_scrapy(["neardupe", *given])
+    alone = neardupe(tmp, "stats", "--json")
+    assert both.returncode == alone.returncode == 0, both.stderr + alone.stderr
+    with_report, without = json.loads(both.stdout), json.loads(alone.stdout)
+    assert with_report["pages"] == without["pages"] > 0
+    assert with_report["report"]["items"] == 1 < without["report"]["items"]
 
 
 def test_stats_into_a_pipe_closed_early(crawl: tuple[Path, CrawlResult]) -> None:

@@ -30,6 +30,94 @@ SUBCOMMANDS = {
 }
 
 
+#: Where the ``-s`` options given after the subcommand are collected.
+_SET_AFTER = "set_after_subcommand"
+
+
+def _json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _k(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, help="distance for duplicates (the index's k by default)")
+
+
+def _radius(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--radius", type=int, help="how far to look for neighbours")
+
+
+def _decisions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="a NEARDUPE_REPORT decisions file (NEARDUPE_REPORT by default, if it exists)",
+    )
+
+
+def _output(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("-o", "--output", metavar="FILE", help=what)
+
+
+def _stats_options(parser: argparse.ArgumentParser) -> None:
+    _json(parser)
+    _k(parser)
+    _radius(parser)
+    _decisions(parser)
+
+
+def _check_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="URL_OR_FILE", help="a URL, or an HTML file")
+    _json(parser)
+    _radius(parser)
+    parser.add_argument("--text", action="store_true", help="read the file as plain text")
+
+
+def _clusters_options(parser: argparse.ArgumentParser) -> None:
+    _k(parser)
+    _decisions(parser)
+    _output(parser, "the JSON-lines file to write (stdout by default)")
+    parser.add_argument("--min-size", type=int, default=2, help="smallest cluster listed")
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    _k(parser)
+    _decisions(parser)
+    _output(parser, "the HTML file to write (report.html by default)")
+    parser.add_argument("--top", type=int, default=20, help="clusters the report shows")
+
+
+def _import_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="FEED.jsonl", help="a crawl's JSON-lines items")
+    _json(parser)
+    _output(parser, "also write the import's decisions there, as JSON lines")
+    parser.add_argument("--url-field", default="url", help="the field the URL is read from")
+    parser.add_argument("--text-field", default="text", help="the field the text is read from")
+    parser.add_argument(
+        "--workers", type=int, help="fingerprinting processes (NEARDUPE_WORKERS by default)"
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (by default when on a terminal)",
+    )
+
+
+def _no_options(parser: argparse.ArgumentParser) -> None:
+    """``migrate-redis`` takes only Scrapy's own options."""
+
+
+#: Each subcommand's options.
+_OPTIONS = {
+    "stats": _stats_options,
+    "check": _check_options,
+    "clusters": _clusters_options,
+    "report": _report_options,
+    "import": _import_options,
+    "migrate-redis": _no_options,
+}
+
+
 class NearDupeCommand(ScrapyCommand):
     """The ``scrapy neardupe SUBCOMMAND`` command."""
 
@@ -49,72 +137,53 @@ class NearDupeCommand(ScrapyCommand):
 
     def long_desc(self) -> str:
         """The help text."""
-        listed = "; ".join(f"{name}: {desc}" for name, desc in SUBCOMMANDS.items())
         return (
             "Inspect and explain the nearDupe index named by the project's NEARDUPE_* settings "
-            f"(override with -s NEARDUPE_INDEX=PATH). Subcommands: {listed}."
+            "(override with -s NEARDUPE_INDEX=PATH). 'scrapy neardupe SUBCOMMAND -h' lists a "
+            "subcommand's options."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
-        """Options of every subcommand."""
+        """Scrapy's options, and one sub-parser per subcommand with its own options."""
         super().add_options(parser)
-        group = parser.add_argument_group("nearDupe options")
-        group.add_argument(
-            "-o",
-            "--output",
-            metavar="FILE",
-            help="the file clusters and report write (stdout and report.html by default); "
-            "import also writes its decisions there as JSON lines",
-        )
-        group.add_argument(
-            "--report",
-            metavar="FILE",
-            help="a NEARDUPE_REPORT decisions file (NEARDUPE_REPORT by default, if it exists)",
-        )
-        group.add_argument("--json", action="store_true", help="stats and check print JSON")
-        group.add_argument(
-            "--k", type=int, help="distance for duplicates (the index's k by default)"
-        )
-        group.add_argument(
-            "--radius", type=int, help="how far stats and check look for neighbours"
-        )
-        group.add_argument("--top", type=int, default=20, help="clusters the report shows")
-        group.add_argument("--min-size", type=int, default=2, help="smallest cluster listed")
-        group.add_argument(
-            "--text", action="store_true", help="check reads the file as plain text, not HTML"
-        )
-        group.add_argument(
-            "--url-field", default="url", help="the field import reads the URL from"
-        )
-        group.add_argument(
-            "--text-field", default="text", help="the field import reads the text from"
-        )
-        group.add_argument(
-            "--workers",
-            type=int,
-            help="fingerprinting processes of import (NEARDUPE_WORKERS by default)",
-        )
-        group.add_argument(
-            "--progress",
-            action=argparse.BooleanOptionalAction,
-            default=None,
-            help="import shows a progress bar (by default when on a terminal)",
-        )
+        scrapy_options = self._scrapy_options()
+        subcommands = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+        for name, summary in SUBCOMMANDS.items():
+            sub = subcommands.add_parser(
+                name,
+                prog=f"scrapy neardupe {name}",
+                help=summary,
+                description=summary,
+                parents=[scrapy_options],
+            )
+            _OPTIONS[name](sub)
+
+    def _scrapy_options(self) -> argparse.ArgumentParser:
+        """Scrapy's own options (``-s``, ``-L``, ...), also accepted after the subcommand: they
+        leave what was given before it as it is, and ``-s`` adds to it."""
+        options = argparse.ArgumentParser(add_help=False)
+        super().add_options(options)
+        for action in options._actions:
+            action.default = argparse.SUPPRESS
+            if action.dest == "set":
+                action.dest = _SET_AFTER
+        return options
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's options, with the ``-s`` given after the subcommand."""
+        opts.set = [*opts.set, *vars(opts).pop(_SET_AFTER, [])]
+        super().process_options(args, opts)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         """Dispatch to the subcommand."""
-        if not args or args[0] not in SUBCOMMANDS:
-            raise UsageError(f"choose a subcommand: {', '.join(SUBCOMMANDS)}", print_help=not args)
-        name, operands = args[0], args[1:]
-        unknown = [a for a in operands if a.startswith("-")]
-        if unknown:
-            raise UsageError(f"unknown option(s): {' '.join(unknown)}")
+        if opts.subcommand is None:
+            raise UsageError(f"choose a subcommand: {', '.join(SUBCOMMANDS)}", print_help=True)
+        if args:
+            raise UsageError(f"{opts.subcommand}: unrecognised arguments: {' '.join(args)}")
         config = self._config()
-        wanted = 1 if name in {"check", "import"} else 0
-        if len(operands) != wanted:
-            raise UsageError(f"{name} takes {wanted or 'no'} argument{'s' if wanted != 1 else ''}")
+        operands = [opts.target] if "target" in opts else []
         try:
-            getattr(self, f"_{name.replace('-', '_')}")(config, opts, *operands)
+            getattr(self, f"_{opts.subcommand.replace('-', '_')}")(config, opts, *operands)
         except NearDupeError as exc:
             print(f"nearDupe: {exc}", file=sys.stderr)
             self.exitcode = 1
