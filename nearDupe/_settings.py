@@ -58,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "NEARDUPE_SKIP_MIRRORS": False,
     "NEARDUPE_MIRROR_SHARE": 0.9,
     "NEARDUPE_MIRROR_PAGES": 20,
+    # The share of a mirror's requests still fetched, to find pages of its own.
+    "NEARDUPE_MIRROR_AUDIT": 0.1,
     # Follow the links a page dropped as a copy yields to its own host (nearDupe/copylinks.py).
     "NEARDUPE_FOLLOW_COPIES": True,
     # A page seen again under a URL the index holds: "drop" it (as already-stored), or keep
@@ -98,6 +100,7 @@ class Config:
     skip_mirrors: bool
     mirror_share: float
     mirror_pages: int
+    mirror_audit: float
     follow_copies: bool
     recrawl: str
 
@@ -146,6 +149,7 @@ class Config:
             skip_mirrors=read.boolean("NEARDUPE_SKIP_MIRRORS"),
             mirror_share=read.number("NEARDUPE_MIRROR_SHARE", 0.0, 1.0, open_low=True),
             mirror_pages=read.whole("NEARDUPE_MIRROR_PAGES", 1, 10**6),
+            mirror_audit=read.number("NEARDUPE_MIRROR_AUDIT", 0.0, 1.0),
             follow_copies=read.boolean("NEARDUPE_FOLLOW_COPIES"),
             recrawl=read.choice("NEARDUPE_RECRAWL", recrawl.MODES),
         )

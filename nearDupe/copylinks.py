@@ -1,5 +1,7 @@
 """Links of copies (NEARDUPE_FOLLOW_COPIES = False): the requests a page dropped as a copy of
-another host's page yields to its own host are not scheduled.
+another host's page yields to its own host are not scheduled, unless that host has pages of its
+own: they are parked (nearDupe/parking.py), and scheduled after all once a page of the host is
+kept as its own.
 
 A spider yields a page's requests before the pipeline decides the page's items, so this spider
 middleware holds the requests to the page's own host until the first of its items is decided:
@@ -26,6 +28,7 @@ from nearDupe.analysis import META_KEY
 from nearDupe.crawlstate import CrawlState
 from nearDupe.errors import NearDuplicate
 from nearDupe.mirrors import copied_host
+from nearDupe.parking import Parking
 from nearDupe.sitetemplate import site_of
 
 if TYPE_CHECKING:
@@ -57,6 +60,7 @@ class CopyLinksMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
+        self._parking = Parking.of(crawler)
         # id(item) -> (item, its page) for items in the pipelines.
         self._items: dict[int, tuple[Any, _Page]] = {}
         # Pages whose output ended with requests held and no verdict yet.
@@ -105,15 +109,16 @@ class CopyLinksMiddleware:
             self._waiting.add(page)
 
     def _verdict_allows(self, page: _Page, held: list[Request]) -> list[Request]:
-        """The held requests to schedule: all, unless the page is a copy (then counted)."""
-        if page.copy_of is None:
+        """The held requests to schedule: all, unless the page is a copy and its host has
+        shown no page of its own (then they are parked)."""
+        if page.copy_of is None or self._parking.has_own(page.host):
             return held
-        self.stats.inc_value("neardupe/copy_links/skipped", len(held))
+        self._parking.park(page.host, held, "neardupe/copy_links/skipped")
         if page.host not in self._logged:
             self._logged.add(page.host)
             logger.info(
                 "nearDupe: not following the links of copies to their own host %s (%s is a "
-                "copy of %s)",
+                "copy of %s) unless a page of its own is kept",
                 page.host,
                 page.url,
                 page.copy_of,

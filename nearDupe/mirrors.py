@@ -1,6 +1,12 @@
 """Mirror hosts: a host whose first decided pages are nearly all copies of one other host's
 pages is that host's mirror, and its further pages are not fetched (NEARDUPE_SKIP_MIRRORS).
 
+Not fetched, but not forgotten: a mirror's requests are parked (nearDupe/parking.py), and a
+share of them (``NEARDUPE_MIRROR_AUDIT``, chosen by a hash of the URL, so every crawler and
+every crawl picks the same) is fetched as an audit. A page of the mirror kept as its own, an
+audited one or any other, releases every request parked for it: a near mirror with stories of
+its own loses none of them as soon as one is seen.
+
 The rule counts a host's first ``MirrorRule.pages`` decided pages (kept, or dropped as a copy)
 and, per other host, how many were copies of that host's pages: once one other host has
 ``share`` of them (18 of 20 by default; decided as soon as 18 are, since the rest cannot
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -73,12 +80,21 @@ def copied_host(host: str, duplicate_of: str | None) -> str | None:
     return other if other and other != host else None
 
 
+def audited(url: str, share: float) -> bool:
+    """Whether a mirror's request for ``url`` is one of the ``share`` fetched as an audit."""
+    return zlib.crc32(url.encode("utf-8", "surrogatepass")) < share * 2**32
+
+
 class MirrorSkipMiddleware:
-    """Downloader middleware: requests to a mirror host are ignored, counted, logged once."""
+    """Downloader middleware: requests to a mirror host are parked (ignored unless the host
+    turns out to have pages of its own), counted, logged once; a share of them is fetched."""
 
     def __init__(self, crawler: Crawler, state: CrawlState) -> None:
+        from nearDupe.parking import Parking
+
         self.stats = crawler.stats
         self._state = state
+        self._parking = Parking.of(crawler)
         self._logged: set[str] = set()
 
     @classmethod
@@ -94,12 +110,13 @@ class MirrorSkipMiddleware:
         return cls(crawler, state)
 
     async def process_request(self, request: Request) -> None:
-        """Raise IgnoreRequest for a mirror host's page; let every other request through."""
+        """Raise IgnoreRequest for a mirror host's page, parked; let every other request (and
+        the mirror's audited ones) through."""
         from scrapy.exceptions import IgnoreRequest
 
         store = self._state.store
         host = site_of(request.url)
-        if store is None or not host:
+        if store is None or not host or self._parking.has_own(host):
             return
         try:
             original = await store.mirror_of(host)
@@ -108,12 +125,16 @@ class MirrorSkipMiddleware:
             return
         if original is None:
             return
-        self.stats.inc_value("neardupe/mirror/skipped")
+        if audited(request.url, self._state.config.mirror_audit):
+            self.stats.inc_value("neardupe/mirror/audited")
+            return
+        # The scheduler has seen it: released, it must pass the duplicate filter again.
+        self._parking.park(host, [request.replace(dont_filter=True)], "neardupe/mirror/skipped")
         if host not in self._logged:
             self._logged.add(host)
             logger.info(
                 "nearDupe: %s mirrors %s (most of its first pages are copies of its pages); "
-                "its pages are not fetched",
+                "its pages are not fetched, but for a sample that checks it has none of its own",
                 host,
                 original,
             )

@@ -1,7 +1,8 @@
-"""Real crawls of three loopback hosts with NEARDUPE_FOLLOW_COPIES = False: the links a page
-dropped as a copy of another host's page yields to its own host are not followed; a kept page's
-links, a copy's links to other hosts or to pages marked new, and the links of a copy of a page of
-its own host (a print view, a re-crawled page) are."""
+"""Real crawls of four loopback hosts with NEARDUPE_FOLLOW_COPIES = False: the links a page
+dropped as a copy of another host's page yields to its own host are not followed while that
+host has shown no page of its own; a kept page's links, a copy's links to other hosts or to
+pages marked new, the links of a copy of a page of its own host (a print view, a re-crawled
+page) and every link of a host with pages of its own are."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.mockserver import MockServer, Page
 from tests.test_crawl_mirrors import story
 
 #: Each host on its own loopback address.
-HOSTS = {"orig": "127.0.0.31", "copy": "127.0.0.32", "other": "127.0.0.33"}
+HOSTS = {"orig": "127.0.0.31", "copy": "127.0.0.32", "other": "127.0.0.33", "mixed": "127.0.0.34"}
 #: The original's stories, a chain: its home page links to the first, each to the next; the
 #: third also to its print view (a copy on its own host), which links to a story of its own.
 STORIES = 7
@@ -53,18 +54,27 @@ def sites(other_url: str) -> dict[str, dict[str, Page]]:
     orig["/s2"] = html("orig", "orig-2", ["/s3", "/p2"])
     orig["/p2"] = html("orig", "orig-2", ["/extra"])
     orig["/extra"] = html("orig", "orig-extra", [])
-    copy = {
-        "/": html("copy", None, ["/c0", "/k0"]),
-        "/c0": html("copy", "orig-0", ["/c1", "rel=new:/fresh", f"{other_url}/x"]),
+    copy = {  # only copies of the original's stories
+        "/": html("copy", None, ["/c0"]),
+        "/c0": html("copy", "orig-0", ["/c1", "rel=new:/c3", f"{other_url}/x"]),
         "/c1": html("copy", "orig-1", ["/c2"]),
         "/c2": html("copy", "orig-2", []),
-        "/k0": html("copy", "copy-k0", ["/k1", "/c5"]),
-        "/k1": html("copy", "copy-k1", []),
-        "/c5": html("copy", "orig-5", ["/c6"]),
-        "/c6": html("copy", "orig-6", []),
-        "/fresh": html("copy", "copy-fresh", []),
+        "/c3": html("copy", "orig-3", []),
     }
-    return {"orig": orig, "copy": copy, "other": {"/x": html("other", "other-x", [])}}
+    mixed = {  # stories of its own, and copies
+        "/": html("mixed", None, ["/k0", "/m5"]),
+        "/k0": html("mixed", "mixed-k0", ["/k1"]),
+        "/k1": html("mixed", "mixed-k1", []),
+        "/m5": html("mixed", "orig-5", ["/m6", "rel=new:/fresh"]),
+        "/m6": html("mixed", "orig-6", []),
+        "/fresh": html("mixed", "mixed-fresh", []),
+    }
+    return {
+        "orig": orig,
+        "copy": copy,
+        "mixed": mixed,
+        "other": {"/x": html("other", "other-x", [])},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -104,30 +114,30 @@ def fetched(result: CrawlResult, servers: dict[str, str], host: str) -> set[str]
 def test_links_of_copies_to_their_host_are_not_followed(
     tmp_path: Path, servers: dict[str, str]
 ) -> None:
-    """The copy host's copies lead nowhere on it; its kept page's links, a copy's link marked
-    new and a copy's link to another host are followed; every unique page is kept."""
-    result = crawl(tmp_path / "first", servers, ["orig", "copy"])
+    """The copy host's copies lead nowhere on it; a copy's link marked new and a copy's link
+    to another host are followed; a host with pages of its own has every link followed;
+    every unique page is kept."""
+    result = crawl(tmp_path / "first", servers, ["orig", "copy", "mixed"])
     stories = {f"/s{i}" for i in range(STORIES)}
     # A kept page's links all go through, and so do those of a copy on its own host.
     assert fetched(result, servers, "orig") == stories | PRINT
-    assert fetched(result, servers, "copy") == {"/c0", "/k0", "/k1", "/c5", "/fresh"}
+    assert fetched(result, servers, "copy") == {"/c0", "/c3"}
+    assert fetched(result, servers, "mixed") == {"/k0", "/k1", "/m5", "/m6", "/fresh"}
     assert fetched(result, servers, "other") == {"/x"}
-    assert result.stats["neardupe/copy_links/skipped"] == 2  # /c0 -> /c1, /c5 -> /c6
-    assert result.stats["neardupe/dropped"] == 3  # /p2, /c0, /c5
+    assert result.stats["neardupe/copy_links/skipped"] == 1  # /c0 -> /c1
+    assert result.stats["neardupe/dropped"] == 5  # /p2, /c0, /c3, /m5, /m6
     kept = {line["url"] for line in result.report if line["decision"] == "kept"}
     unique = {servers["orig"] + p for p in stories | {"/extra"}} | {
-        servers["copy"] + p for p in ("/k0", "/k1", "/fresh")
+        servers["mixed"] + p for p in ("/k0", "/k1", "/fresh")
     }
     assert kept == unique | {servers["other"] + "/x"}
-    assert result.log.count("not following the links of copies") == 1
-    assert f"to their own host {HOSTS['copy']} ({servers['copy']}/c" in result.log
+    assert f"to their own host {HOSTS['copy']} ({servers['copy']}/c0" in result.log
 
-    plain = crawl(tmp_path / "plain", servers, ["orig", "copy"], NEARDUPE_FOLLOW_COPIES=True)
-    assert fetched(plain, servers, "copy") - fetched(result, servers, "copy") == {
-        "/c1",
-        "/c2",
-        "/c6",
-    }
+    plain = crawl(
+        tmp_path / "plain", servers, ["orig", "copy", "mixed"], NEARDUPE_FOLLOW_COPIES=True
+    )
+    assert fetched(plain, servers, "copy") - fetched(result, servers, "copy") == {"/c1", "/c2"}
+    assert fetched(plain, servers, "mixed") == fetched(result, servers, "mixed")
     assert "neardupe/copy_links/skipped" not in plain.stats
     assert "Disabled nearDupe.copylinks" not in plain.log  # on by default, and quietly
 

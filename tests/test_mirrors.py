@@ -1,12 +1,17 @@
-"""The mirror rule (nearDupe/mirrors.py), and both backends counting hosts as it does."""
+"""The mirror rule (nearDupe/mirrors.py), both backends counting hosts as it does, and the
+parking of requests held back (nearDupe/parking.py)."""
 
 from __future__ import annotations
 
+import logging
 import random
 
 import pytest
+from scrapy import Request, Spider
 from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 
+from nearDupe import parking
 from nearDupe._settings import Config
 from nearDupe.errors import SettingsError
 from nearDupe.logstats import counts_line
@@ -60,11 +65,12 @@ def test_settings_are_checked() -> None:
     refused."""
     config = Config.from_settings(Settings())
     assert (config.skip_mirrors, config.mirror_rule) == (False, MirrorRule(0.9, 20))
-    assert config.follow_copies is True
+    assert config.follow_copies is True and config.mirror_audit == 0.1
     assert Config.from_settings(Settings({"NEARDUPE_FOLLOW_COPIES": "0"})).follow_copies is False
     for name, value in [
         ("NEARDUPE_MIRROR_SHARE", 0),
         ("NEARDUPE_MIRROR_PAGES", 0),
+        ("NEARDUPE_MIRROR_AUDIT", 1.5),
         ("NEARDUPE_FOLLOW_COPIES", "sometimes"),
     ]:
         with pytest.raises(SettingsError, match=name):
@@ -142,3 +148,25 @@ def test_a_verdict_is_not_undone_by_a_read_sent_before_it(backend: Backend) -> N
         await store.close()
 
     run(body)
+
+
+def test_parking_holds_at_most_its_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Past LIMIT parked requests, more are dropped at once (counted, one WARNING)."""
+    monkeypatch.setattr(parking, "LIMIT", 3)
+    crawler = get_crawler(Spider)
+    crawler.stats.open_spider()
+    held = parking.Parking.of(crawler)
+    assert parking.Parking.of(crawler) is held
+    requests = [Request(f"http://mirror.example/{i}") for i in range(5)]
+    with caplog.at_level(logging.WARNING, logger="nearDupe.parking"):
+        held.park("mirror.example", requests[:2], "neardupe/mirror/skipped")
+        held.park("mirror.example", requests[2:], "neardupe/mirror/skipped")
+        held.park("mirror.example", requests[:1], "neardupe/mirror/skipped")
+    assert crawler.stats.get_value("neardupe/mirror/skipped") == 6
+    assert [r.message for r in caplog.records].count(
+        "nearDupe: 3 requests held back from hosts that copy others; more are dropped without "
+        "waiting to see whether their host has pages of its own"
+    ) == 1
+    assert [request for request, _ in held._parked["mirror.example"]] == requests[:3]
