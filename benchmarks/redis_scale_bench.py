@@ -96,7 +96,7 @@ def page_rows(
     from nearDupe.store.base import TAIL_BYTES
     from nearDupe.store.redis_records import SIGNED, STORED_FP, WRITER, stored_key
 
-    code, head = stored_key(_HEAD.decode(), cut_url=store.layout.cut_url)
+    code, head = stored_key(_HEAD.decode())
 
     prefixes = fps >> np.uint64(store.layout.page_shift)
     kept = np.flatnonzero(keep(prefixes))

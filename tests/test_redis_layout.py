@@ -12,7 +12,7 @@ from redis.asyncio.connection import Connection
 
 from nearDupe.designs import Design
 from nearDupe.store.base import Sketch
-from nearDupe.store.redis_layout import RECORD_FORMATS, Layout
+from nearDupe.store.redis_layout import REDIS_FORMAT, SENTENCE_TAG_BYTES, Layout
 from nearDupe.store.redis_open import packed_in_c
 from nearDupe.store.redis_records import (
     URL_PREFIXES,
@@ -23,8 +23,13 @@ from nearDupe.store.redis_records import (
 )
 
 
-def _layout(bucket_bits: list[int], format_: int = 4) -> Layout:
-    layout = {"format": format_, "bucket_bits": bucket_bits, "page_bits": 18, "sentence_bits": 18}
+def _layout(bucket_bits: list[int]) -> Layout:
+    layout = {
+        "format": REDIS_FORMAT,
+        "bucket_bits": bucket_bits,
+        "page_bits": 18,
+        "sentence_bits": 18,
+    }
     return Layout("t", Design.named("4-table"), layout)
 
 
@@ -52,15 +57,12 @@ def test_near_is_brute_force_within_k(bucket_bits: list[int], seed: int, k: int)
     assert len(widths) == (2 if 15 in bucket_bits else 1)
 
 
-@pytest.mark.parametrize("tag_bytes", [4, 5])
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), torn=st.integers(0, 8))
-def test_sentence_tags_are_the_records_of_that_sentence(
-    tag_bytes: int, seed: int, torn: int
-) -> None:
+def test_sentence_tags_are_the_records_of_that_sentence(seed: int, torn: int) -> None:
     """A sentence's page tags in its bucket, oldest first, as records parsed one by one give
-    them: never a match across two records, nor in a torn record at the end (the tags of
-    format 4 and of format 3)."""
+    them: never a match across two records, nor in a torn record at the end."""
+    tag_bytes = SENTENCE_TAG_BYTES
     rng = random.Random(seed)
     sentence_records = SentenceRecords(tag_bytes)
     sentences = [rng.getrandbits(64) for _ in range(3)]
@@ -91,15 +93,14 @@ def test_hiredis_packs_as_redis_py_does() -> None:
     assert b"".join(packed.pack_commands(commands)) == b"".join(plain.pack_commands(commands))
 
 
-@pytest.mark.parametrize("format_", sorted(RECORD_FORMATS))
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_page_records_wanted_are_those_starting_with_their_heads(format_: int, seed: int) -> None:
+def test_page_records_wanted_are_those_starting_with_their_heads(seed: int) -> None:
     """The records a page bucket yields for some heads (whole stored fingerprints, or the
     bytes a page tag names) are those the whole bucket parsed holds, though other records'
     URLs, signatures and tails hold the same bytes."""
     rng = random.Random(seed)
-    layout = _layout([16] * 4, format_)
+    layout = _layout([16] * 4)
     top = rng.getrandbits(18) << 46
     fps = [top | rng.getrandbits(46) for _ in range(rng.randint(1, 12))]
     decoys = [stored_head(fp) for fp in fps]  # bytes of other records, placed inside URLs
@@ -133,30 +134,24 @@ _KEYS = st.tuples(
 
 @settings(max_examples=200, deadline=None)
 @given(parts=_KEYS, signed=st.booleans(), tails=st.integers(0, 16))
-def test_page_records_keep_their_urls_in_either_format(
-    parts: tuple[str, str], signed: bool, tails: int
-) -> None:
-    """A page record gives back its URL, signature and sketch as written, in format 4 (which
-    leaves out the URL's beginning) and in format 3 (which keeps it whole): a crawler reads the
-    records of an index of either format."""
+def test_page_records_keep_their_urls(parts: tuple[str, str], signed: bool, tails: int) -> None:
+    """A page record gives back its URL, signature and sketch as written, though it leaves
+    out the URL's beginning."""
     key = "".join(parts)
     sketch = Sketch(1000, 500, bytes(range(2 * tails)))
     signature = 12345 if signed else None
     fp = 0xABCDEF << 40
-    sizes = {}
-    for format_ in sorted(RECORD_FORMATS):
-        record = _layout([16] * 4, format_).page_record(fp, key, signature, sketch, b"w123")
-        (read,) = page_records(record, fp & ~((1 << 48) - 1))
-        assert (read.fp, read.key, read.signature, read.sketch, read.writer) == (
-            fp,
-            key,
-            signature,
-            sketch,
-            b"w123",
-        )
-        sizes[format_] = len(record)
+    record = _layout([16] * 4).page_record(fp, key, signature, sketch, b"w123")
+    (read,) = page_records(record, fp & ~((1 << 48) - 1))
+    assert (read.fp, read.key, read.signature, read.sketch, read.writer) == (
+        fp,
+        key,
+        signature,
+        sketch,
+        b"w123",
+    )
     cut = max((p for p in URL_PREFIXES if key.startswith(p)), key=len)
-    assert sizes[3] - sizes[4] == len(cut)
+    assert key.encode()[len(cut) :] in record
 
 
 @settings(max_examples=100, deadline=None)
@@ -164,20 +159,19 @@ def test_page_records_keep_their_urls_in_either_format(
     char=st.sampled_from(["é", "新", "😀", "a"]),
     filler=st.integers(0, 3),
     tails=st.integers(0, 16),
-    format_=st.sampled_from(sorted(RECORD_FORMATS)),
 )
 def test_a_url_past_the_record_limit_is_cut_on_a_character_boundary(
-    char: str, filler: int, tails: int, format_: int
+    char: str, filler: int, tails: int
 ) -> None:
     """A URL longer than a page record holds (64 KiB - 1 bytes with its tails) is cut between
     two characters, whatever their width and where the limit falls: the record reads back
     as the URL's longest beginning that fits."""
     key = "https://www.example.com/" + "a" * filler + char * 70_000
     sketch = Sketch(1000, 500, bytes(range(2 * tails)))
-    record = _layout([16] * 4, format_).page_record(5 << 50, key, None, sketch)
+    record = _layout([16] * 4).page_record(5 << 50, key, None, sketch)
     (read,) = page_records(record, 5 << 50)
     assert key.startswith(read.key)
-    stored = len(read.key.encode()) - (len("https://www.") if format_ == 4 else 0)
+    stored = len(read.key.encode()) - len("https://www.")
     assert 2**16 - 1 - 2 * tails - 4 < stored <= 2**16 - 1 - 2 * tails
 
 

@@ -1,5 +1,5 @@
 """Redis index names with glob characters (``*?[]\\``): listing an index's pages, the
-commands that read it, and ``migrate-redis`` touch that index's keys only."""
+commands that read it touch that index's keys only."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import pytest
 
 from nearDupe.store import IndexHeader
 from nearDupe.store.redis import RedisStore
-from nearDupe.store.redis_layout import MIGRATED_FORMAT
-from nearDupe.store.redis_migrate import migrate
 from tests.redis_server import RedisServer
 from tests.test_commands import neardupe
 from tests.test_crawl_redis import PLUGIN_HEADER
@@ -77,26 +75,3 @@ def test_stats_of_an_index_named_like_a_pattern_counts_its_own_pages(
     )
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["pages"] == 1
-
-
-def test_migrating_an_index_named_like_a_pattern_leaves_other_indexes_alone(
-    server: RedisServer,
-) -> None:
-    """``migrate-redis`` of the format-2 index "ne*" deletes its own keys, not those of
-    index "news" on the same Redis (its header, counter, drops and buckets)."""
-
-    async def body() -> None:
-        async with RedisStore.from_url(server.url, IndexHeader(), name="news") as news:
-            assert await news.check_and_add(1 << 40, "https://news/a") is None
-            before = sorted(await news.client.keys("*news*"))
-            old = "{ne*}"
-            await news.client.set(f"{old}:header", json.dumps(IndexHeader().to_dict()))
-            await news.client.set(f"{old}:layout", json.dumps({"format": MIGRATED_FORMAT}))
-            await news.client.set(f"{old}:count", 0)
-        assert await migrate(server.url, IndexHeader(), name="ne*") == (0, 0)
-        async with RedisStore.from_url(server.url, IndexHeader(), name="news") as news:
-            assert sorted(await news.client.keys("*news*")) == before
-            assert await news.count() == 1
-            assert await news.pages() == [(1 << 40, "https://news/a", None)]
-
-    asyncio.run(body())

@@ -26,7 +26,6 @@ SUBCOMMANDS = {
     "clusters": "write groups of near-duplicate pages as JSON lines, biggest first",
     "report": "write a self-contained HTML report with plots",
     "import": "build or extend the index from a crawl's JSON-lines output",
-    "migrate-redis": "rebuild a Redis index of format 2 (one slot) in the current layout",
 }
 
 
@@ -103,10 +102,6 @@ def _import_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _no_options(parser: argparse.ArgumentParser) -> None:
-    """``migrate-redis`` takes only Scrapy's own options."""
-
-
 #: Each subcommand's options.
 _OPTIONS = {
     "stats": _stats_options,
@@ -114,7 +109,6 @@ _OPTIONS = {
     "clusters": _clusters_options,
     "report": _report_options,
     "import": _import_options,
-    "migrate-redis": _no_options,
 }
 
 
@@ -127,13 +121,11 @@ class NearDupeCommand(ScrapyCommand):
 
     def syntax(self) -> str:
         """Usage after ``scrapy neardupe``."""
-        return (
-            "{stats|check URL_OR_FILE|clusters|report|import FEED.jsonl|migrate-redis} [options]"
-        )
+        return "{stats|check URL_OR_FILE|clusters|report|import FEED.jsonl} [options]"
 
     def short_desc(self) -> str:
         """One line for ``scrapy -h``."""
-        return "Inspect the nearDupe index: stats, check, clusters, report, import, migrate-redis"
+        return "Inspect the nearDupe index: stats, check, clusters, report, import"
 
     def long_desc(self) -> str:
         """The help text."""
@@ -183,7 +175,7 @@ class NearDupeCommand(ScrapyCommand):
         config = self._config()
         operands = [opts.target] if "target" in opts else []
         try:
-            getattr(self, f"_{opts.subcommand.replace('-', '_')}")(config, opts, *operands)
+            getattr(self, f"_{opts.subcommand}")(config, opts, *operands)
         except NearDupeError as exc:
             print(f"nearDupe: {exc}", file=sys.stderr)
             self.exitcode = 1
@@ -252,27 +244,6 @@ class NearDupeCommand(ScrapyCommand):
         output = Path(opts.output or "report.html")
         output.write_text(html, encoding="utf-8")
         print(f"report written to {output}", file=sys.stderr)
-
-    def _migrate_redis(self, config: Config, opts: argparse.Namespace) -> None:
-        from nearDupe.store.redis_migrate import migrate
-
-        if not config.is_redis:
-            raise UsageError("migrate-redis rebuilds a Redis index: NEARDUPE_INDEX=redis://...")
-        moved, bare = asyncio.run(
-            migrate(
-                config.index, config.header, name=config.index_name, cluster=config.redis_cluster
-            )
-        )
-        print(f"{moved} pages of Redis index {config.index_name!r} at {config.public_index} "
-              "rebuilt in the current layout")  # fmt: skip
-        if bare:
-            print(
-                f"WARNING: {bare} of them have no sentences (the earlier format kept them only "
-                "for pages under 500 letters): their copies found only by shared sentences (a "
-                "paragraph cut or added, a lead line, beyond k) are not caught. Re-crawl them "
-                "into a fresh index, or 'scrapy neardupe import' a feed holding their text.",
-                file=sys.stderr,
-            )
 
     def _import(self, config: Config, opts: argparse.Namespace, feed_name: str) -> None:
         from nearDupe.commands import importer

@@ -105,11 +105,6 @@ The plugin keeps the item, queues the page locally and checks-and-adds the queue
 once Redis answers again (``NearDupePipeline._replay_backlog``).  A slot that moved under a script
 (resharding) is retried like a connection error.
 
-An index of format 3 (whole URLs, 5-byte page tags) is read and written in its own format,
-so crawlers of the version before format 4 may share it; that version refuses a format-4
-index at open (an unknown layout).  An index of format 2 (one hash tag ``{name}`` for every
-key) is refused at open with the command that rebuilds it: ``scrapy neardupe migrate-redis``.
-
 Opening and the header: :mod:`~nearDupe.store.redis_open`; key names:
 :mod:`~nearDupe.store.redis_layout`; leases: :mod:`~nearDupe.store.redis_leases`; reading and
 deciding: :mod:`~nearDupe.store.redis_reading`; bulk load and listing:

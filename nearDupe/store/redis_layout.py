@@ -31,19 +31,13 @@ from nearDupe.store.redis_records import (
 #: Logged under the store's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.redis")
 
-#: Version of the Redis key layout that new indexes get: 3 spreads the buckets over the
-#: cluster's slots; 4 also cuts a URL's beginning out of its page record and keeps 4 bytes of
-#: a page's fingerprint in a sentence record instead of 5 (~16 B a page of 30 sentences).
-#: A format-3 index is read and written in its own format; 2 (one hash tag per index) is
-#: refused, to be rebuilt with MIGRATE_COMMAND.
+#: Version of the Redis key layout: the buckets spread over a cluster's slots, a page record
+#: without its URL's beginning (redis_records.URL_PREFIXES), a sentence record with the top
+#: SENTENCE_TAG_BYTES of its page's fingerprint. Indexes of earlier layouts were written by an
+#: earlier ALGORITHM_VERSION, and are refused for it.
 REDIS_FORMAT = 4
-#: Per format read and written: the bytes of a sentence record's page tag, and whether page
-#: records cut their URL's beginning (redis_records.URL_PREFIXES).
-RECORD_FORMATS = {3: (5, False), 4: (4, True)}
-#: The format rebuilt by MIGRATE_COMMAND.
-MIGRATED_FORMAT = 2
-#: The command that rebuilds a format-2 index into the current layout.
-MIGRATE_COMMAND = "scrapy neardupe migrate-redis"
+#: Bytes of a page's fingerprint a sentence record keeps (they name its page bucket).
+SENTENCE_TAG_BYTES = 4
 
 #: Largest bucket prefix: tables with longer prefixes (10-, 16-, 20-table designs) are cut
 #: here so that a bucket holds several fingerprints instead of costing one key per page.
@@ -156,12 +150,6 @@ def checked_layout(
             name,
             url,
         )
-    if stored_layout.get("format") == MIGRATED_FORMAT:
-        raise IndexSettingsMismatch(
-            f"Redis index {name!r} at {url} has the format-{MIGRATED_FORMAT} layout (one "
-            f"Redis slot). Rebuild it into format {REDIS_FORMAT} with: {MIGRATE_COMMAND} "
-            "(with the same NEARDUPE_INDEX and NEARDUPE_INDEX_NAME settings)"
-        )
     problems = header.mismatches(stored_header)
     if problems:
         raise IndexSettingsMismatch(
@@ -169,7 +157,7 @@ def checked_layout(
             f"{'; '.join(problems)}. Open it with its own settings or choose another "
             "index name (NEARDUPE_INDEX_NAME) or Redis database."
         )
-    if stored_layout.get("format") not in RECORD_FORMATS or len(
+    if stored_layout.get("format") != REDIS_FORMAT or len(
         stored_layout.get("bucket_bits", [])
     ) != len(design.tables):
         raise IndexSettingsMismatch(
@@ -195,11 +183,10 @@ class Layout:
         self.name = name
         self.design = design
         self.bucket_bits = [int(b) for b in layout["bucket_bits"]]
-        #: The index's Redis format (REDIS_FORMAT for a new index).
+        #: The index's Redis format (REDIS_FORMAT).
         self.format = int(layout["format"])
-        tag_bytes, self.cut_url = RECORD_FORMATS[self.format]
-        #: The sentence records of this layout's format.
-        self.sentences = SentenceRecords(tag_bytes)
+        #: The sentence records.
+        self.sentences = SentenceRecords(SENTENCE_TAG_BYTES)
         self.page_shift = BITS - int(layout["page_bits"])
         if not self.sentences.tag_shift <= self.page_shift <= 8 * STORED_FP:
             raise ValueError(f"page buckets of {layout['page_bits']} bits do not fit the records")
@@ -284,8 +271,8 @@ class Layout:
         sketch: Sketch,
         writer: bytes = bytes(WRITER),
     ) -> bytes:
-        """One page as its page bucket stores it in this layout's format."""
-        return page_record(fp, key, signature, sketch, writer, cut_url=self.cut_url)
+        """One page as its page bucket stores it."""
+        return page_record(fp, key, signature, sketch, writer)
 
     def url_key(self, url: int) -> str:
         """The key of the URL shard holding the claims of URL hash ``url`` (base.url_hash)."""

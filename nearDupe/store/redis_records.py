@@ -64,12 +64,10 @@ def page_record(
     signature: int | None,
     sketch: Sketch,
     writer: bytes = bytes(WRITER),
-    *,
-    cut_url: bool = True,
 ) -> bytes:
-    """One page as its page bucket stores it (``writer``: see WRITER; ``cut_url``: leave
-    out its URL_PREFIXES, format 4)."""
-    code, name = stored_key(key, cut_url=cut_url)
+    """One page as its page bucket stores it (``writer``: see WRITER), its URL without the
+    longest of URL_PREFIXES it starts with."""
+    code, name = stored_key(key)
     raw = sketch.tails + utf8_cut(name, 2 ** (8 * LENGTH) - 1 - len(sketch.tails))
     most = 2 ** (8 * LETTERS) - 1
     count = len(sketch.tails) // TAIL_BYTES | code
@@ -84,10 +82,10 @@ def page_record(
     )
 
 
-def stored_key(key: str, *, cut_url: bool) -> tuple[int, bytes]:
+def stored_key(key: str) -> tuple[int, bytes]:
     """The bits of the tail-count byte that name the prefix cut from ``key`` (the longest of
-    URL_PREFIXES it starts with, if ``cut_url``), and the bytes stored of it."""
-    code = max(i for i, p in enumerate(URL_PREFIXES) if key.startswith(p)) if cut_url else 0
+    URL_PREFIXES it starts with), and the bytes stored of it."""
+    code = max(i for i, p in enumerate(URL_PREFIXES) if key.startswith(p))
     return code << _PREFIX_SHIFT, key.encode()[len(URL_PREFIXES[code]) :]
 
 
