@@ -8,6 +8,7 @@ import pytest
 
 from nearDupe import languages
 from nearDupe.features import FeatureSettings, extract_features, tokenize
+from nearDupe.shorttext import sentences
 
 GERMAN = (
     "Die Stadtverwaltung hat am Dienstag beschlossen, das Radwegenetz um 42 Kilometer zu "
@@ -73,3 +74,15 @@ def test_words_weigh_by_their_language() -> None:
     assert german["die"] < german["bürgermeisterin"]
     # Words of other scripts weigh as they always did: by the English table.
     assert languages.latin_language(tokenize(RUSSIAN)) == "en"
+
+
+def test_arabic_comma_ends_a_clause() -> None:
+    # A long sentence of a short page is matched by its clauses: one changed letter keeps the
+    # other clauses.
+    text = (
+        "أعلن المجلس البلدي يوم الثلاثاء عن توسيع شبكة ممرات الدراجات في وسط المدينة، "
+        "وقال المسؤولون إن الخطة ستربط الجامعة بالمنطقة التجارية الجديدة."
+    )
+    changed = text.replace("الجامعة", "الجامعه")
+    assert len(sentences(text)) == 2
+    assert len(set(sentences(text)) & set(sentences(changed))) == 1
