@@ -1,8 +1,5 @@
 """Text -> weighted features: Unicode words, jieba-segmented Chinese, TF-IDF weights.
 
-A word's IDF comes from its language's frequency table (nearDupe/languages.py); Chinese
-words from jieba's.
-
 A word is a run of letters, digits and the combining marks of its script (Thai vowels and
 tone marks, Devanagari vowel signs, Arabic harakat...). Scripts written without spaces
 between words and with no segmenter here (Thai, Lao, Khmer, Myanmar; Japanese) are cut into
@@ -19,21 +16,31 @@ counters, captions, menus, calendars) are where templates and syndication edits 
 
 from __future__ import annotations
 
+import gzip
+import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, fields
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from nearDupe import chinese, languages
+from nearDupe import chinese
 
 #: Runs of CJK ideographs (segmented with jieba); everything else is split on \w+.
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d+")
+
+#: Frequency assigned to English words the table does not know (about one in 10^8).
+_UNKNOWN_FREQ = 1e-8
+#: wordfreq's English "large" list (CC BY-SA 4.0, by Robyn Speer), one line per centibel
+#: bucket: line i holds the words of frequency 10 ** (-i / 100). Written by
+#: ``tools/make_english_idf.py``; shipped so workers need neither wordfreq nor its 58 MB.
+_ENGLISH_IDF_FILE = Path(__file__).with_name("data") / "english_idf.txt.gz"
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,18 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "kind": ("words", "shingles"),
     "weighting": ("tfidf", "tf"),
 }
+
+
+@cache
+def _english_idf() -> dict[str, float]:
+    """-ln(frequency) from wordfreq's fixed English word list: an IDF that never drifts."""
+    lines = gzip.decompress(_ENGLISH_IDF_FILE.read_bytes()).decode("utf-8").split("\n")
+    idf: dict[str, float] = {}
+    for bucket, words in enumerate(lines):
+        # The same float wordfreq's get_frequency_dict gave, so fingerprints do not move.
+        weight = -math.log(10 ** (-bucket / 100))
+        idf.update(dict.fromkeys(words.split(), weight))
+    return idf
 
 
 def has_chinese(text: str) -> bool:
@@ -254,11 +273,10 @@ def tokenize_lines(text: str) -> list[list[str]]:
 
 
 @lru_cache(maxsize=1 << 17)
-def _idf(token: str, language: str) -> float:
-    """The IDF of ``token`` on a page whose words in Latin letters are of ``language``."""
+def _idf(token: str) -> float:
     if _CJK_RUN.match(token):
         return chinese.idf(token)
-    return languages.idf(token, language)
+    return _english_idf().get(token, -math.log(_UNKNOWN_FREQ))
 
 
 def extract_features(
@@ -277,11 +295,10 @@ def line_features(
     shares: defaultdict[str, float] = defaultdict(float)
     idfs: dict[str, float] = {}  # feature -> its IDF (a shingle: the mean of its words')
     n = settings.shingle
-    language = languages.latin_language(t for line in lines for t in line)
     for line in lines:
         share: float = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
         tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
-        word_idfs = [_idf(t, language) for t in tokens]
+        word_idfs = [_idf(t) for t in tokens]
         if settings.kind == "shingles" and len(tokens) >= n:
             for i in range(len(tokens) - n + 1):
                 gram = " ".join(tokens[i : i + n])
