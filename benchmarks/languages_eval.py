@@ -18,7 +18,9 @@ within k, confirmed by the signature) or by sentences:
 * char: one letter near the middle changed;
 * edit: one letter changed in every sentence (a space ends one in Thai, Khmer, Myanmar).
 
-Usage: ``python benchmarks/languages_eval.py [--docs 20] [--locale-dir /usr/share/locale]``.
+Usage: ``python benchmarks/languages_eval.py [--docs 20] [--locale-dir /usr/share/locale]
+[--seeds 1 2 3 [--half tune]]``: with split seeds, only the catalogs of one half of each
+split (a catalog is a site: a rule is tuned on the "tune" half and scored on the other).
 Run it against another checkout with ``PYTHONPATH=that/checkout`` to compare.
 """
 
@@ -36,6 +38,8 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from _quality_cases import site_half
 
 from nearDupe.analysis import Analysis, analyze_text
 from nearDupe.features import FeatureSettings
@@ -127,11 +131,18 @@ def paragraphs(locale_dir: Path, language: str) -> Iterator[tuple[str, str]]:
 
 
 def documents(
-    locale_dir: Path, language: str, count: int, skip: int = 0
-) -> tuple[list[str], list[str]]:
+    locale_dir: Path,
+    language: str,
+    count: int,
+    skip: int = 0,
+    half: tuple[str, int] | None = None,
+) -> tuple[list[str], list[str], list[str]]:
     """``count`` documents of consecutive paragraphs of one catalog after the first ``skip``
-    (those a rule was tuned on), and the paragraphs left (the appended ones)."""
+    (those a rule was tuned on), of the catalogs of one ``half`` (its name and split seed: a
+    catalog is a site, see site_half) or of all; the paragraphs left (the appended ones);
+    each document's catalog."""
     docs: list[str] = []
+    names: list[str] = []
     skipped = 0
     spare: list[str] = []
     current: list[str] = []
@@ -139,6 +150,8 @@ def documents(
     for name, text in paragraphs(locale_dir, language):
         if len(docs) >= count:
             spare.append(text)
+            continue
+        if half is not None and site_half(name, half[1]) != half[0]:
             continue
         if name != catalog:
             current, catalog = [], name
@@ -148,8 +161,9 @@ def documents(
                 skipped += 1
             else:
                 docs.append("\n".join(current))
+                names.append(name)
             current = []
-    return docs, spare
+    return docs, spare, names
 
 
 def _letter_positions(text: str) -> list[int]:
@@ -205,10 +219,14 @@ class Row:
     sentences: float  # mean sentences a document has
     closest: tuple[int, int]  # bits between different documents: the fewest, 1st percentile
     ms: float  # median milliseconds to analyse a document
+    worst: tuple[str, int, int]  # the catalog of the fewest copies found: name, found, copies
 
 
-async def evaluate(language: str, docs: list[str], spare: list[str], copied: int) -> Row:
-    """Check and add every document; look up the copies of the first ``copied``."""
+async def evaluate(
+    language: str, docs: list[str], spare: list[str], names: list[str], copied: int
+) -> Row:
+    """Check and add every document (of the catalogs ``names``); look up the copies of the
+    first ``copied``."""
     features = FeatureSettings()
     header = IndexHeader.for_settings("4-table", 3, features, confirm_k=22)
     analyse: Callable[[str], Analysis] = lambda text: analyze_text(text, MIN_LENGTH, features)  # noqa: E731
@@ -221,6 +239,7 @@ async def evaluate(language: str, docs: list[str], spare: list[str], copied: int
         times.append(time.perf_counter() - start)
     false_matches = 0
     found = dict.fromkeys(COPIES, (0, 0))
+    per_catalog: dict[str, list[int]] = {}  # catalog -> [copies found, copies]
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(str(Path(tmp) / "index"), header)
         try:
@@ -247,6 +266,9 @@ async def evaluate(language: str, docs: list[str], spare: list[str], copied: int
                     elif mine:
                         by_sentences += 1
                     found[name] = (by_fp, by_sentences)
+                    tally = per_catalog.setdefault(names[i], [0, 0])
+                    tally[0] += bool(mine)
+                    tally[1] += 1
         finally:
             await store.close()
     mean_sentences = sum(len(a.sentences) for a in originals) / max(1, len(originals))
@@ -264,6 +286,7 @@ async def evaluate(language: str, docs: list[str], spare: list[str], copied: int
         mean_sentences,
         closest,
         1000 * statistics.median(times),
+        min(((n, *t) for n, t in per_catalog.items()), key=lambda w: w[1] / w[2]),
     )
 
 
@@ -271,16 +294,16 @@ def table(rows: list[Row]) -> str:
     head = (
         "| language | sentences/doc | "
         + " | ".join(COPIES)
-        + " | false matches | apart | ms/doc |"
+        + " | false matches | apart | ms/doc | worst catalog |"
     )
-    lines = [head, "|" + "---|" * (len(COPIES) + 5)]
+    lines = [head, "|" + "---|" * (len(COPIES) + 6)]
     for row in rows:
         cells = [f"{fp + s}/{row.docs} ({fp}+{s})" for fp, s in (row.found[c] for c in COPIES)]
         lines.append(
             f"| {row.language} | {row.sentences:.1f} | "
             + " | ".join(cells)
             + f" | {row.false_matches}/{row.different} | {row.closest[0]}, {row.closest[1]}"
-            + f" | {row.ms:.2f} |"
+            + f" | {row.ms:.2f} | {row.worst[0]} {row.worst[1]}/{row.worst[2]} |"
         )
     return "\n".join(lines)
 
@@ -297,21 +320,33 @@ def main() -> None:
         default=0,
         help="documents passed over first: 100 leaves out those the tokenizer was tuned on",
     )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="*",
+        default=[],
+        help="split seeds: score the catalogs of one half of each split (default: all)",
+    )
+    parser.add_argument("--half", choices=["held-out", "tune"], default="held-out")
     args = parser.parse_args()
-    rows = []
-    for language in args.languages.split(","):
-        count = max(args.docs, args.different)
-        docs, spare = documents(args.locale_dir, language, count, args.skip)
-        if len(docs) < 2:
-            print(f"{language}: too little text in {args.locale_dir} ({len(docs)} documents)")
-            continue
-        # appended: a paragraph not in the copied docs (the last doc's when none is left)
-        spare = spare or docs[args.docs :] or docs[-1:]
-        rows.append(asyncio.run(evaluate(language, docs, spare, args.docs)))
     print("copies found (by fingerprint + by sentences only); originals matching another;")
     print("apart: bits between the fingerprints of different originals (fewest, 1st percentile);")
-    print("ms/doc: median time to analyse an original (fingerprint, signature, sentences)")
-    print(table(rows))
+    print("ms/doc: median time to analyse an original (fingerprint, signature, sentences);")
+    print("worst catalog: the catalog of the smallest share of its copies found")
+    for seed in args.seeds or [None]:
+        half = None if seed is None else (args.half, seed)
+        rows = []
+        for language in args.languages.split(","):
+            count = max(args.docs, args.different)
+            docs, spare, names = documents(args.locale_dir, language, count, args.skip, half)
+            if len(docs) < 2:
+                print(f"{language}: too little text in {args.locale_dir} ({len(docs)} documents)")
+                continue
+            # appended: a paragraph not in the copied docs (the last doc's when none is left)
+            spare = spare or docs[args.docs :] or docs[-1:]
+            rows.append(asyncio.run(evaluate(language, docs, spare, names, args.docs)))
+        print("\nall catalogs" if half is None else f"\nsplit seed {seed}, {args.half} half")
+        print(table(rows))
 
 
 if __name__ == "__main__":
