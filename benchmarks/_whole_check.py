@@ -163,7 +163,9 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
     EmbeddedIndex.commit = timed_commit  # type: ignore[method-assign]
 
     async def run() -> dict[str, object]:
+        opening = time.perf_counter()
         store = EmbeddedStore(EmbeddedIndex(path, commit_interval=interval))
+        opened = time.perf_counter() - opening
         ns: list[int] = []
         found = dict.fromkeys(("new", "fp copy", "sentence copy"), 0)
         for i, (kind, fp, key, sig, sentences) in enumerate(calls):
@@ -182,6 +184,7 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
             "found": found,
             "on_path": on_path,
             "in_thread": in_thread,
+            "open": opened,
             "close": time.perf_counter() - closing,
             "code": str(Path(nearDupe.__file__).parent.parent),
             "units": max(len(c[4]) for c in calls),
@@ -223,10 +226,10 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
     print(
         "| stored pages | commit interval | code | units of a new page | p50 µs "
         "| p99 µs (each run) | p99.9 µs | "
-        "max ms | checks/s | found (fp / sentence copies) | close s | "
+        "max ms | checks/s | found (fp / sentence copies) | open s | close s | "
         "commits inside a check: n, mean/max ms | in the committer thread: n, mean/max ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for size in sizes:
             n = int(size)
@@ -256,6 +259,7 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
                         f"{np.percentile(a, 99):.0f} ({p99s}) | {np.percentile(a, 99.9):.0f} | "
                         f"{a.max() / 1e3:.2f} | {len(a) / a.sum() * 1e6:,.0f} | "
                         f"{found['fp copy']} / {found['sentence copy']} | "
+                        f"{max(float(r['open']) for r in runs):.2f} | "  # type: ignore[arg-type]
                         f"{max(float(r['close']) for r in runs):.2f} | "  # type: ignore[arg-type]
                         f"{_commits(runs, 'on_path')} | {_commits(runs, 'in_thread')} |",
                         flush=True,

@@ -531,3 +531,45 @@ def test_a_failed_migration_leaves_the_index_as_it_was(tmp_path: Path) -> None:
     with EmbeddedIndex(tmp_path) as index:
         found = index.query(2**64 - 1, 0, None, sentences(_BRIEF))
         assert found == [Match("https://short", fps["https://short"], None, 1.0)]
+
+
+CHECKED = "was not closed cleanly"
+
+
+def test_only_an_index_left_open_gets_the_whole_file_check(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pages = _pages(500)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+    with caplog.at_level(logging.INFO, logger="nearDupe"), EmbeddedIndex(tmp_path) as index:
+        _assert_all_found(index, pages[::50])
+        assert CHECKED not in caplog.text
+        index.add(7, "https://after")
+        _crash(index)
+    with caplog.at_level(logging.INFO, logger="nearDupe"), EmbeddedIndex(tmp_path) as index:
+        assert CHECKED in caplog.text
+        _assert_all_found(index, [*pages[::50], (7, "https://after")])
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="nearDupe"), EmbeddedIndex(tmp_path):
+        assert CHECKED not in caplog.text  # closed cleanly again
+
+
+def test_a_damaged_file_left_open_is_refused(tmp_path: Path) -> None:
+    index = EmbeddedIndex(tmp_path)
+    for fp, key in _pages(3000):
+        index.add(fp, key)
+    _crash(index)
+    index._writer.close()  # type: ignore[union-attr]
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        sql = "SELECT rootpage FROM sqlite_master WHERE name = 'pages_fp'"
+        (root,) = db.execute(sql).fetchone()
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+    with open(tmp_path / "pages.sqlite3", "r+b") as f:  # the fingerprint index's root page
+        f.seek((root - 1) * size)
+        f.write(bytes([0x0D]) + os.urandom(size - 1))
+    with pytest.raises(IndexFileError, match=r"pages\.sqlite3 is unusable") as info:
+        EmbeddedIndex(tmp_path)
+    assert str(tmp_path) in str(info.value)

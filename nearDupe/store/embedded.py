@@ -100,6 +100,7 @@ class EmbeddedIndex:
             #: The sentences every page is recorded under (base.recorded), by page id.
             self.sample = embedded_sample.load(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+            embedded_sqlite.mark_open(self._db, self.path)
             self._writer = embedded_sqlite.connect_writer(self.path)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -395,6 +396,7 @@ class EmbeddedIndex:
             self._committer.join()
         try:
             self.save_snapshot()
+            embedded_sqlite.mark_closed(self._db)
         except (sqlite3.Error, OSError) as exc:
             raise IndexFileError(
                 f"index {self.path} could not be saved ({exc}): the last "
