@@ -202,14 +202,15 @@ class EmbeddedIndex:
     def _copy(
         self, fp: int, signature: int | None, sentences: Sentences, other_than: str | None = None
     ) -> tuple[Match | None, list[Holder]]:
-        """The nearest stored page (not keyed ``other_than``) that the page copies, and the
-        stored pages recorded under its sentences."""
+        """The nearest stored page (not keyed ``other_than``) that the page copies; if its
+        fingerprint copies none, the stored pages recorded under its sentences (their
+        verification reads SQLite: a copy found by fingerprint skips it)."""
         match = next(self._confirmed(fp, self.k, signature, other_than), None)
-        holders = self._holders(sentences) if sentences else []
-        if match is None and holders:
-            found = sentence_matches(sentences, holders, self.sentence_share)
-            match = next((m for m in found if m.key != other_than), None)
-        return match, holders
+        if match is not None or not sentences:
+            return match, []
+        holders = self._holders(sentences)
+        found = sentence_matches(sentences, holders, self.sentence_share)
+        return next((m for m in found if m.key != other_than), None), holders
 
     def version(self, key: str) -> recrawl.Version | None:
         """What the index holds under URL ``key``, if it does."""

@@ -45,6 +45,8 @@ _HASH = np.dtype("<u8")
 _SNAPSHOT = "sample.npz"
 #: The columns a page's sentences take (added to the pages of an index written before them).
 _COLUMNS = (("letters", "INTEGER"), ("sketched", "INTEGER"), ("tails", "BLOB"), ("sample", "BLOB"))
+#: The statement reading pages' samples, up to its WHERE clause.
+_SAMPLE_OF = "SELECT id, key, fp, letters, sketched, tails, sample FROM pages WHERE "
 
 
 class Sampled(NamedTuple):
@@ -131,7 +133,7 @@ def committed_holders(
     candidates = sorted(set(zip(which.tolist(), ids.tolist(), strict=True)))
     pages = {i: unsaved[i] for _, i in candidates if i in unsaved}
     missing = {i for _, i in candidates if i not in pages}
-    if missing:  # one statement for them all (json_each: no limit on their number)
+    if missing:
         pages.update(_read_samples(db, missing))
     found = []
     for w, i in candidates:  # a prefix shared by another sentence is not a holder
@@ -143,11 +145,12 @@ def committed_holders(
 
 def _read_samples(db: sqlite3.Connection, ids: set[int]) -> dict[int, Sampled]:
     """The samples of the committed pages ``ids``."""
-    rows = db.execute(
-        "SELECT id, key, fp, letters, sketched, tails, sample FROM pages "
-        "WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(ids)),),
-    )
+    if len(ids) == 1:  # most checks: a plain lookup takes half the time of json_each's
+        rows = db.execute(_SAMPLE_OF + "id = ?", tuple(ids))
+    else:  # one statement for them all (json_each: no limit on their number)
+        rows = db.execute(
+            _SAMPLE_OF + "id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
+        )
     return {
         i: Sampled(
             key,
