@@ -215,8 +215,9 @@ def _commits(runs: list[dict[str, object]], where: str) -> str:
     return f"{len(d)}, {d.mean():.1f}/{d.max():.1f}" if len(d) else "0"
 
 
-def run(sizes: list[float], base: Path, seed: int = 0) -> None:
-    """Both sides at every size and interval; one table."""
+def run(sizes: list[float], base: Path, keep: Path | None = None, seed: int = 0) -> None:
+    """Both sides at every size and interval; one table. With ``keep``, each size's built
+    index is kept in that directory and reused by the next run (its build is seeded)."""
     here = Path(__file__).resolve().parent.parent
     work = Path(tempfile.mkdtemp(prefix="neardupe-whole-check-"))
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -237,10 +238,15 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
     try:
         for size in sizes:
             n = int(size)
-            built = work / f"built-{n}"
-            t = time.perf_counter()
-            build(built, n, seed)
-            print(f"(built {n:.0e} pages in {time.perf_counter() - t:.0f} s)", file=sys.stderr)
+            built = (keep or work) / f"built-{n}-seed-{seed}"
+            if not built.exists():
+                building = built.with_name(built.name + ".building")
+                shutil.rmtree(building, ignore_errors=True)
+                t = time.perf_counter()
+                build(building, n, seed)
+                building.rename(built)
+                took = time.perf_counter() - t
+                print(f"(built {n:.0e} pages in {took:.0f} s)", file=sys.stderr)
             for interval in INTERVALS:
                 sides: dict[str, list[dict[str, object]]] = {"HEAD": [], "this": []}
                 for r in range(ROUNDS):
@@ -273,7 +279,8 @@ def run(sizes: list[float], base: Path, seed: int = 0) -> None:
                         f"{_commits(runs, 'on_path')} | {_commits(runs, 'in_thread')} |",
                         flush=True,
                     )
-            shutil.rmtree(built, ignore_errors=True)
+            if keep is None:
+                shutil.rmtree(built, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

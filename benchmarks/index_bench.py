@@ -590,13 +590,16 @@ def main() -> None:
     ap.add_argument("--no-old", action="store_true", help="only the new default")
     ap.add_argument("--whole-check", action="store_true", help="store's check_and_add only")
     ap.add_argument("--base", type=Path, help="the checkout --whole-check compares with")
+    ap.add_argument(
+        "--built", type=Path, help="--whole-check keeps its built indexes here, and reuses them"
+    )
     args = ap.parse_args()
     if args.whole_check:
         from _whole_check import run
 
         if args.base is None:
             ap.error("--whole-check needs --base (e.g. git worktree add /tmp/nd-base HEAD)")
-        run(args.sizes, args.base.resolve())
+        run(args.sizes, args.base.resolve(), args.built)
         return
     if args.kernels:
         bench_kernels(args.sizes, args.queries)
