@@ -87,6 +87,23 @@ def test_snapshot_of_the_joined_array_still_reads(
     assert REBUILD not in caplog.text
 
 
+def test_snapshot_without_its_recorded_length_still_reads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A snapshot whose length an earlier version did not record beside it is measured by
+    counting its pages, and opens without a rebuild."""
+    pages = _pages(1200)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages:
+            index.add(fp, key)
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        assert db.execute("DELETE FROM meta WHERE name = 'snapshot_pages'").rowcount == 1
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 1200
+        _assert_all_found(index, pages[::40])
+    assert REBUILD not in caplog.text
+
+
 def test_pages_added_after_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     first, later = _pages(500, 1), _pages(300, 2)
     with EmbeddedIndex(tmp_path) as index:
