@@ -4,7 +4,8 @@ pipeline awaits it, for this code and another checkout (``--base``) side by side
 Per size N, an index of N pages (each with a fingerprint and 4 sentences of 130 letters) is
 written straight into SQLite once and opened once to write its snapshots; each side then gets
 a copy and, in a subprocess importing nearDupe from its own checkout, awaits CHECKS calls of
-``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's thread), a third
+``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's thread; the side
+``this, inline`` runs them on the event loop, to show what the hop to that thread costs), a third
 each of: new pages (a new fingerprint, and as many new sentence units as that checkout's
 ``shorttext.sentences`` keeps of a text of 30 sentences of 130 letters), fingerprint copies
 (a stored or earlier page's fingerprint with 2 bits flipped, its signature and sentences)
@@ -142,8 +143,9 @@ def _as_this_algorithm(path: str) -> None:
         )
 
 
-def worker(path: str, n: int, seed: int, interval: float) -> None:
-    """Run the checks on the index at ``path`` and print the timings as JSON (one line)."""
+def worker(path: str, n: int, seed: int, interval: float, inline: bool) -> None:
+    """Run the checks on the index at ``path`` and print the timings as JSON (one line);
+    ``inline``: the store runs every call on the event loop, never in its thread."""
     import nearDupe
     from nearDupe.store import EmbeddedStore
     from nearDupe.store.embedded import EmbeddedIndex
@@ -164,7 +166,12 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
 
     async def run() -> dict[str, object]:
         opening = time.perf_counter()
-        store = EmbeddedStore(EmbeddedIndex(path, commit_interval=interval))
+        index = EmbeddedIndex(path, commit_interval=interval)
+        store = (
+            EmbeddedStore(index, off_loop_candidates=float("inf"), off_loop_pages=2**62)
+            if inline
+            else EmbeddedStore(index)
+        )
         opened = time.perf_counter() - opening
         ns: list[int] = []
         kinds: list[str] = []
@@ -196,10 +203,13 @@ def worker(path: str, n: int, seed: int, interval: float) -> None:
     print(json.dumps(asyncio.run(run())))
 
 
-def _side(root: Path, index: Path, n: int, seed: int, interval: float) -> dict[str, object]:
+def _side(
+    root: Path, index: Path, n: int, seed: int, interval: float, inline: bool
+) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(root)}
+    args = [str(index), str(n), str(seed), str(interval), str(int(inline))]
     out = subprocess.run(
-        [sys.executable, __file__, str(index), str(n), str(seed), str(interval)],
+        [sys.executable, __file__, *args],
         env=env,
         cwd=tempfile.gettempdir(),
         capture_output=True,
@@ -215,7 +225,13 @@ def _commits(runs: list[dict[str, object]], where: str) -> str:
     return f"{len(d)}, {d.mean():.1f}/{d.max():.1f}" if len(d) else "0"
 
 
-def run(sizes: list[float], base: Path, keep: Path | None = None, seed: int = 0) -> None:
+def run(
+    sizes: list[float],
+    base: Path,
+    keep: Path | None = None,
+    intervals: list[float] | None = None,
+    seed: int = 0,
+) -> None:
     """Both sides at every size and interval; one table. With ``keep``, each size's built
     index is kept in that directory and reused by the next run (its build is seeded)."""
     here = Path(__file__).resolve().parent.parent
@@ -247,15 +263,19 @@ def run(sizes: list[float], base: Path, keep: Path | None = None, seed: int = 0)
                 building.rename(built)
                 took = time.perf_counter() - t
                 print(f"(built {n:.0e} pages in {took:.0f} s)", file=sys.stderr)
-            for interval in INTERVALS:
-                sides: dict[str, list[dict[str, object]]] = {"HEAD": [], "this": []}
+            for interval in intervals or INTERVALS:
+                order = [
+                    ("HEAD", base, False),
+                    ("this", here, False),
+                    ("this, inline", here, True),
+                ]
+                sides: dict[str, list[dict[str, object]]] = {name: [] for name, _, _ in order}
                 for r in range(ROUNDS):
-                    order = [("HEAD", base), ("this", here)]
-                    for name, root in order[:: 1 if r % 2 == 0 else -1]:
+                    for name, root, inline in order[:: 1 if r % 2 == 0 else -1]:
                         index = work / "run"
                         shutil.rmtree(index, ignore_errors=True)
                         shutil.copytree(built, index)
-                        sides[name].append(_side(root, index, n, seed, interval))
+                        sides[name].append(_side(root, index, n, seed, interval, inline))
                 for name, runs in sides.items():
                     a = np.concatenate([np.asarray(r["ns"]) for r in runs]) / 1e3
                     p99s = "/".join(
@@ -286,4 +306,4 @@ def run(sizes: list[float], base: Path, keep: Path | None = None, seed: int = 0)
 
 
 if __name__ == "__main__":
-    worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] == "1")

@@ -593,13 +593,16 @@ def main() -> None:
     ap.add_argument(
         "--built", type=Path, help="--whole-check keeps its built indexes here, and reuses them"
     )
+    ap.add_argument(
+        "--intervals", nargs="+", type=float, help="--whole-check's commit intervals (1 0.01)"
+    )
     args = ap.parse_args()
     if args.whole_check:
         from _whole_check import run
 
         if args.base is None:
             ap.error("--whole-check needs --base (e.g. git worktree add /tmp/nd-base HEAD)")
-        run(args.sizes, args.base.resolve(), args.built)
+        run(args.sizes, args.base.resolve(), args.built, args.intervals)
         return
     if args.kernels:
         bench_kernels(args.sizes, args.queries)
