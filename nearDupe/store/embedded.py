@@ -209,6 +209,8 @@ class EmbeddedIndex:
         if match is not None or not sentences:
             return match, []
         holders = self._holders(sentences)
+        if not holders:  # judging no holder still reads every sentence of the page
+            return None, holders
         found = sentence_matches(sentences, holders, self.sentence_share)
         return next((m for m in found if m.key != other_than), None), holders
 
