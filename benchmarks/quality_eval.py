@@ -158,11 +158,15 @@ def page_sentences(text: str) -> Sentences:
     return sentences(text) if TINY_TEXT <= size < SENTENCE_PAGE_LETTERS else ()
 
 
-def share_matches(a: Sentences, b: Sentences, share: float) -> bool:
-    """Whether the plugin's sentence rule joins two pages (b stored, a asked about)."""
+def share_matches(
+    a: Sentences, b: Sentences, share: float, fps: tuple[int, int] | None = None
+) -> bool:
+    """Whether the plugin's sentence rule joins two pages (b stored, a asked about), of
+    fingerprints ``fps`` (a's, b's; None: not known)."""
     if not a or not b:
         return False
-    return bool(sentence_matches(a, holders_of(b, "b", 0), share))
+    a_fp, b_fp = fps or (None, 0)
+    return bool(sentence_matches(a, holders_of(b, "b", b_fp), share, a_fp))
 
 
 def pair_matches(
@@ -205,6 +209,9 @@ class Evaluation:
         }
         self.article = np.array([p.article for p in cases.pages])
         self.sentences = [page_sentences(t) for t in texts]
+        # The fingerprint the plugin gives each page: an exact hash below its minimum length.
+        short = np.array([len(normalize(t)) < CURRENT_MIN_LENGTH for t in texts], dtype=bool)
+        self.plugin_fps = np.where(short, self.exact[True], fps[:, 0]).tolist()
         self._sentence_pairs: dict[float, set[tuple[int, int]]] = {}
         pos = np.array([(a, b) for a, b, _ in cases.positives])
         neg = np.array([(a, b) for a, b, _ in cases.negatives])
@@ -232,7 +239,12 @@ class Evaluation:
             self._sentence_pairs[share] = {
                 (a, b)
                 for a, b in candidates
-                if share_matches(self.sentences[a], self.sentences[b], share)
+                if share_matches(
+                    self.sentences[a],
+                    self.sentences[b],
+                    share,
+                    (self.plugin_fps[a], self.plugin_fps[b]),
+                )
             }
         return self._sentence_pairs[share]
 

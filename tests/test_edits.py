@@ -20,7 +20,15 @@ from nearDupe.shorttext import (
 )
 from nearDupe.simhash import ALGORITHM_VERSION
 from nearDupe.store import IndexHeader
-from nearDupe.store.base import holders_of, looked_up, recorded, shared_sentences
+from nearDupe.store.base import (
+    CLOSE_BITS,
+    CLOSE_CONTAINED,
+    SENTENCE_CONTAINED,
+    holders_of,
+    looked_up,
+    recorded,
+    shared_sentences,
+)
 from tests import test_store_contract as contract
 from tests.test_sitetemplate import taught
 from tests.test_store_contract import Backend, run
@@ -103,6 +111,43 @@ def test_an_edited_copy_is_found_and_another_story_is_not(backend: Backend) -> N
         assert match is not None and (match.key, match.distance) == ("a", None)
         assert match.shared is not None and match.shared >= 0.6
         assert await store.count() == 2
+        await store.close()
+
+    run(body)
+
+
+def _swapped(lines: list[str], at: float) -> list[str]:
+    """Each line with two adjacent words swapped, ``at`` its way along: a second edit."""
+    out = []
+    for line in lines:
+        words = line.split(" ")
+        i = int(len(words) * at)
+        words[i], words[i + 1] = words[i + 1], words[i]
+        out.append(" ".join(words))
+    return out
+
+
+def test_a_copy_holding_under_55_percent_is_found_when_its_words_agree(
+    backend: Backend,
+) -> None:
+    """Two edits in every sentence leave a copy under SENTENCE_CONTAINED of its original's
+    shingles: a stored page within CLOSE_BITS of its fingerprint (beyond k) is its original;
+    the same units under a far fingerprint are another text."""
+    copy = sentences(_text(_swapped(EDITED, 0.6)))
+    (shared,) = shared_sentences(copy, holders_of(sentences(_text(ORIGINAL)), "a", 0))
+    assert CLOSE_CONTAINED <= max(shared.of_query, shared.of_stored) < SENTENCE_CONTAINED
+    rng = random.Random(5)
+    fp = rng.getrandbits(64)
+    near = fp ^ sum(1 << b for b in rng.sample(range(64), CLOSE_BITS))
+    far = fp ^ sum(1 << b for b in rng.sample(range(64), CLOSE_BITS + 1))
+
+    async def body() -> None:
+        store = backend.open()
+        assert await store.check_and_add(fp, "a", None, sentences(_text(ORIGINAL))) is None
+        assert await store.query(far, None, None, copy) == []
+        match = await store.check_and_add(near, "c", None, copy)
+        assert match is not None and (match.key, match.distance) == ("a", None)
+        assert await store.count() == 1
         await store.close()
 
     run(body)

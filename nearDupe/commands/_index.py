@@ -191,9 +191,10 @@ class IndexView:
         ``signature``."""
         return confirmed(self.signature(fp), signature, distance, self.header.confirm_k)
 
-    def shared_sentences(self, sentences: Sentences) -> list[SharedSentences]:
-        """Stored pages that share a sentence with ``sentences``, the most first."""
-        found = shared_sentences(sentences, self._holders(sentences)) if sentences else []
+    def shared_sentences(self, sentences: Sentences, fp: int) -> list[SharedSentences]:
+        """Stored pages that share a sentence with ``sentences`` (of fingerprint ``fp``), the
+        most first."""
+        found = shared_sentences(sentences, self._holders(sentences), fp) if sentences else []
         return sorted(found, key=lambda s: -s.of_both)
 
     def _holders(self, sentences: Sentences) -> list[Holder]:

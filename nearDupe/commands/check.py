@@ -126,7 +126,7 @@ def check_page(
             "shared": round(s.of_both, 3),
             "duplicate": s.is_copy(view.header.sentence_share),
         }
-        for s in view.shared_sentences(analysis.sentences)
+        for s in view.shared_sentences(analysis.sentences, analysis.fingerprint)
     ]
     verdict = "dropped" if any(m["duplicate"] for m in matches) else "kept"
     return {

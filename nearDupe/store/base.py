@@ -58,6 +58,13 @@ SENTENCE_SHARE = 0.3
 #: pairs joined) 0.2-0.5, and pass 0.5 by their sketch's noise; a story quoted among a
 #: portal section's other sentences is held 0.5-0.6 (docs/quality.md).
 SENTENCE_CONTAINED = 0.55
+#: A stored page whose fingerprint is within CLOSE_BITS of the query's need only hold
+#: CLOSE_CONTAINED of it (or be held so): a copy with a light edit in every sentence keeps
+#: its words' fingerprint within a few bits (0-6 for nine in ten) while its sketch may show
+#: under 55 %; texts of the same words told otherwise (PAWS-X pairs joined) and different
+#: stories sharing a sentence came no closer than 7-9 bits on the tune half.
+CLOSE_BITS = 6
+CLOSE_CONTAINED = 0.4
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -73,13 +80,13 @@ SAMPLE_SENTENCES = 4
 #: Each sentence read is a bucket (and a lease, in Redis): a 60-sentence article read 60.
 LOOKUP_SENTENCES = 16
 #: A stored page is judged by the SKETCH_SENTENCES smallest of its unit hashes (all of a
-#: page of up to 24 units, so the rule is exact there): a bottom-k sketch, whose share found
+#: page of up to 31 units, so the rule is exact there): a bottom-k sketch, whose share found
 #: in a query estimates the share of the whole page (two texts sharing 40 % of their
-#: shingles pass 55 % of a sketch of 24 with probability 0.05; of 16, 0.14). A Redis page
-#: record holds at most 31 (redis_records.TAIL_COUNT).
-SKETCH_SENTENCES = 24
+#: shingles pass 55 % of a sketch of 31 with probability 0.04; of 24, 0.05; of 16, 0.14).
+#: A Redis page record holds at most 31 (redis_records.TAIL_COUNT).
+SKETCH_SENTENCES = 31
 #: Bytes kept of each sketched hash (its low bits): a query of 256 units meets a stored
-#: sketch of 24 in a false pair with probability 24 * 256 / 2**16 ~ 0.09, which adds a 24th
+#: sketch of 31 in a false pair with probability 31 * 256 / 2**16 ~ 0.12, which adds a 31st
 #: of the stored page's share.
 TAIL_BYTES = 2
 _TAIL_MASK = (1 << 8 * TAIL_BYTES) - 1
@@ -178,6 +185,8 @@ class SharedSentences:
     of_stored: float
     #: How many distinct sentences they share.
     count: int
+    #: The Hamming distance of the two fingerprints (None: the query's is not known).
+    distance: int | None = None
 
     @property
     def of_both(self) -> float:
@@ -189,16 +198,19 @@ class SharedSentences:
         least ``share`` of both pages (twice that when they are one sentence: a quote, a stock
         line, the same opening are weak evidence) and SENTENCE_CONTAINED of one of them (a
         copy holds most of the page it copies; two articles sharing template text each have
-        their own)."""
+        their own), CLOSE_CONTAINED when their fingerprints are within CLOSE_BITS."""
         needed = share if self.count > 1 else min(1.0, 2 * share)
-        held = max(self.of_query, self.of_stored)
-        return self.of_both >= needed and held >= SENTENCE_CONTAINED
+        close = self.distance is not None and self.distance <= CLOSE_BITS
+        contained = CLOSE_CONTAINED if close else SENTENCE_CONTAINED
+        return self.of_both >= needed and max(self.of_query, self.of_stored) >= contained
 
 
-def shared_sentences(query: Sentences, holders: Iterable[Holder]) -> list[SharedSentences]:
-    """Every stored page that shares a sentence with ``query`` by its sketch, in the order
-    first met; the share of its sketch found in the query stands for the share of the page
-    (exact for a page of up to SKETCH_SENTENCES sentences)."""
+def shared_sentences(
+    query: Sentences, holders: Iterable[Holder], fingerprint: int | None = None
+) -> list[SharedSentences]:
+    """Every stored page that shares a sentence with ``query`` (of ``fingerprint``) by its
+    sketch, in the order first met; the share of its sketch found in the query stands for the
+    share of the page (exact for a page of up to SKETCH_SENTENCES sentences)."""
     total = letters(query)
     mine: dict[bytes, int] = {}
     for h, n in query:
@@ -217,14 +229,18 @@ def shared_sentences(query: Sentences, holders: Iterable[Holder]) -> list[Shared
             continue
         of_stored = min(1.0, sum(shared) / sketch.sketched)
         of_query = min(1.0, of_stored * sketch.letters / total)
-        found[page] = SharedSentences(*page, of_query, of_stored, len(shared))
+        distance = None if fingerprint is None else hamming(fingerprint, holder.fingerprint)
+        found[page] = SharedSentences(*page, of_query, of_stored, len(shared), distance)
     return [s for s in found.values() if s is not None]
 
 
-def sentence_matches(query: Sentences, holders: Iterable[Holder], share: float) -> list[Match]:
-    """The stored pages that are copies of ``query`` by their sentences (see
-    :meth:`SharedSentences.is_copy`), the largest share of both first (then the first met)."""
-    copies = [s for s in shared_sentences(query, holders) if s.is_copy(share)]
+def sentence_matches(
+    query: Sentences, holders: Iterable[Holder], share: float, fingerprint: int | None = None
+) -> list[Match]:
+    """The stored pages that are copies of ``query`` (of ``fingerprint``) by their sentences
+    (see :meth:`SharedSentences.is_copy`), the largest share of both first (then the first
+    met)."""
+    copies = [s for s in shared_sentences(query, holders, fingerprint) if s.is_copy(share)]
     copies.sort(key=lambda s: -s.of_both)
     return [Match(s.key, s.fingerprint, None, round(s.of_both, 3)) for s in copies]
 

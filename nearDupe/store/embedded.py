@@ -145,7 +145,7 @@ class EmbeddedIndex:
             found = list(self._confirmed(fp, self.k if k is None else k, signature))
             if sentences:
                 holders = self._holders(sentences)
-                found += sentence_matches(sentences, holders, self.sentence_share)
+                found += sentence_matches(sentences, holders, self.sentence_share, fp)
             return found
 
     def check_and_add(
@@ -211,7 +211,7 @@ class EmbeddedIndex:
         holders = self._holders(sentences)
         if not holders:  # judging no holder still reads every sentence of the page
             return None, holders
-        found = sentence_matches(sentences, holders, self.sentence_share)
+        found = sentence_matches(sentences, holders, self.sentence_share, fp)
         return next((m for m in found if m.key != other_than), None), holders
 
     def version(self, key: str) -> recrawl.Version | None:

@@ -73,7 +73,7 @@ def compare(
     if version.sketch is None or not sentences:
         return Seen(version, True, distance, None)
     holder = Holder(0, "", version.fingerprint, version.sketch)
-    found = shared_sentences(sentences, [holder])
+    found = shared_sentences(sentences, [holder], fp)
     if not found:
         return Seen(version, True, distance, 0.0)
     same = found[0]

@@ -346,7 +346,9 @@ class RedisStore(RedisBulkIndex):
         """The stored page (not keyed ``other_than``) that the checked page copies."""
         for match in reading.confirmed(check.signature, self.confirm_k, other_than):
             return match
-        copies = sentence_matches(check.sentences, reading.holders(), self.sentence_share)
+        copies = sentence_matches(
+            check.sentences, reading.holders(), self.sentence_share, check.fp
+        )
         return next((m for m in copies if m.key != other_than), None)
 
     async def _record(self, check: _Check, call: _Call, decided: _Decided) -> None:
@@ -418,7 +420,7 @@ class RedisStore(RedisBulkIndex):
         reading = await self._retrying("query", attempt)
         matches = reading.confirmed(signature, self.confirm_k)
         if sentences:
-            matches += sentence_matches(sentences, reading.holders(), self.sentence_share)
+            matches += sentence_matches(sentences, reading.holders(), self.sentence_share, fp)
         return matches
 
     async def holders(self, sentences: Sentences) -> list[Holder]:
