@@ -15,14 +15,26 @@ letters, all four sampled). Queries have 40 sentences: half a stored page's 4 an
            same queries through its SQL and sentence_matches, file bytes per page.
 
     python benchmarks/sample_bench.py [--sizes 1e5 1e6 1e7 1e8] [--store-max 1e7] [--table-max 1e7]
+
+``--real [--base DIR]``: what real pages' sentence units cost, this code and the checkout DIR
+side by side (each in a subprocess importing its own nearDupe). Every real article body of
+``../shared/data`` (aeb; zh-extract and thucnews) is cut into the units its code keeps, REPLICAS
+times (each copy's unit hashes salted apart, so none is crowded), and checked and added to a
+fresh embedded index and a fresh redis-server: units kept and recorded per page, sketch bytes,
+the sample's RAM (after a reopen), SQLite bytes and Redis used_memory per page.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
+import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -239,13 +251,103 @@ def bench_table(path: Path, n: int, seed: int, queries: list[Sentences]) -> dict
     return {"p50": p50, "p99": p99, "build": build, "disk": disk}
 
 
+#: Copies of each real article (salted apart) in ``--real``.
+REPLICAS = 10
+
+
+def real_side() -> dict[str, float]:
+    """``--real`` for the code imported as nearDupe (see the module's docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import redis
+    from _data import data_dir
+    from _quality_cases import load_articles
+    from redis_server import RedisServer
+
+    from nearDupe.shorttext import sentences
+    from nearDupe.store import IndexHeader
+    from nearDupe.store.base import recorded
+    from nearDupe.store.redis import RedisStore
+
+    rng = np.random.default_rng(0)
+    units = [sentences(a.text) for a in load_articles(data_dir())]
+    pages = [
+        tuple(sorted((h ^ salt, n) for h, n in page))
+        for salt in rng.integers(0, 2**64, REPLICAS, dtype=np.uint64).tolist()
+        for page in units
+        if page
+    ]
+    fps = rng.integers(0, 2**64, len(pages), dtype=np.uint64).tolist()
+    out = {
+        "pages": len(pages),
+        "units": float(np.mean([len(p) for p in pages])),
+        "recorded": float(np.mean([len(recorded(p)) for p in pages])),
+        "sketch": float(np.mean([len(sketch_of(p).tails) for p in pages])),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        index = EmbeddedIndex(Path(tmp) / "index")
+        for i, (fp, page) in enumerate(zip(fps, pages, strict=True)):
+            index.check_and_add(fp, URL.format(i), fp, page)
+        index.close()
+        index = EmbeddedIndex(Path(tmp) / "index")
+        out["ram"] = index.sample.nbytes / len(pages)
+        index.close()
+        out["disk"] = (Path(tmp) / "index" / "pages.sqlite3").stat().st_size / len(pages)
+        with RedisServer(Path(tmp) / "redis") as server:
+            client = redis.Redis.from_url(server.url)
+            before = int(client.info("memory")["used_memory"])
+
+            async def fill() -> None:
+                store = RedisStore.from_url(server.url, IndexHeader(), name="real")
+                for i, (fp, page) in enumerate(zip(fps, pages, strict=True)):
+                    await store.check_and_add(fp, URL.format(i), fp, page)
+                await store.close()
+
+            asyncio.run(fill())
+            used = int(client.info("memory")["used_memory"]) - before
+            client.close()
+            out["redis"] = used / len(pages)
+    return out
+
+
+def real(base: Path | None) -> None:
+    """``--real``: this code's figures and ``base``'s, side by side."""
+    here = Path(__file__).resolve().parents[1]
+    print(
+        f"{'code':<40} {'pages':>6} {'units':>6} {'recorded':>8} {'sketch B':>8} "
+        f"{'sample RAM B':>12} {'SQLite B':>8} {'Redis B':>8}"
+    )
+    for root in [r for r in (base, here) if r is not None]:
+        env = dict(os.environ, PYTHONPATH=str(root))
+        r = json.loads(
+            subprocess.run(
+                [sys.executable, __file__, "--real-side"],
+                env=env, check=True, capture_output=True, text=True,
+            ).stdout.splitlines()[-1]
+        )  # fmt: skip
+        print(
+            f"{str(root)[-40:]:<40} {r['pages']:>6} {r['units']:>6.1f} {r['recorded']:>8.2f} "
+            f"{r['sketch']:>8.1f} {r['ram']:>12.1f} {r['disk']:>8.0f} {r['redis']:>8.0f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6, 1e7, 1e8])
     parser.add_argument("--store-max", type=float, default=1e7, help="largest store size")
     parser.add_argument("--table-max", type=float, default=1e7, help="largest legacy table")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", action="store_true", help="real pages' units, side by side")
+    parser.add_argument("--base", type=Path, help="the checkout --real compares with")
+    parser.add_argument("--real-side", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.real_side:
+        print(json.dumps(real_side()))
+        return
+    if args.real:
+        real(args.base)
+        return
     print(f"targets: {TARGETS}")
     print(
         f"{'pages':>9} {'what':<6} {'p50 µs':>8} {'p99 µs':>8} {'B/page':>7} {'peak B':>7} "
