@@ -82,7 +82,7 @@ LOOKUP_SENTENCES = 16
 #: A stored page is judged by the SKETCH_SENTENCES smallest of its unit hashes (all of a
 #: page of up to 31 units, so the rule is exact there): a bottom-k sketch, whose share found
 #: in a query estimates the share of the whole page (two texts sharing 40 % of their
-#: shingles pass 55 % of a sketch of 31 with probability 0.04; of 24, 0.05; of 16, 0.14).
+#: shingles pass 55 % of a sketch of 31 with probability 0.03; of 24, 0.05; of 16, 0.14).
 #: A Redis page record holds at most 31 (redis_records.TAIL_COUNT).
 SKETCH_SENTENCES = 31
 #: Bytes kept of each sketched hash (its low bits): a query of 256 units meets a stored
