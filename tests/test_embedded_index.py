@@ -16,7 +16,7 @@ import pytest
 from xxhash import xxh3_64_intdigest
 
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
-from nearDupe.store.base import FORMAT_VERSION, IndexHeader, Match
+from nearDupe.store.base import IndexHeader, Match
 from nearDupe.store.embedded import EmbeddedIndex, to_signed, to_unsigned
 
 REBUILD = "Rebuilding the tables"
@@ -196,92 +196,6 @@ def test_another_design_rebuilds_the_tables_from_the_pages(
     with EmbeddedIndex(tmp_path, wider) as index:
         _assert_all_found(index, pages)
     assert "rebuilding" not in caplog.text.lower()
-
-
-#: The layout of FORMAT_VERSION 2 (nearDupe 8a8da4e): a row per sentence of a page under 500
-#: letters.
-_SENTENCES_TABLE_LAYOUT = """
-CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE pages (
-    id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
-    added REAL NOT NULL, sig INTEGER);
-CREATE INDEX pages_fp ON pages(fp);
-CREATE TABLE sentences (
-    sentence INTEGER NOT NULL, fp INTEGER NOT NULL, letters INTEGER NOT NULL,
-    key TEXT NOT NULL);
-CREATE INDEX sentences_sentence ON sentences(sentence);
-"""
-
-_BRIEF = "The ferry runs every hour from June. The fare stays at two euros."
-_LONG = " ".join(f"Line {n} of the harbour report names boat number {n * 7}." for n in range(40))
-
-
-def _old_index(path: Path) -> dict[str, int]:
-    """An index as the code of FORMAT_VERSION 2 wrote it, at its default (k=10 on
-    blocks-10-11): a short page recorded under all its sentences, a long one (>= 500 letters)
-    under none, and a page without sentences. Returns key -> fingerprint."""
-    import json
-    import sqlite3
-
-    from nearDupe.shorttext import letters, sentences
-
-    fps = {"https://short": 1 << 40, "https://long": 1 << 50, "https://plain": 1}
-    path.mkdir(exist_ok=True)
-    with sqlite3.connect(path / "pages.sqlite3") as db:
-        db.executescript(_SENTENCES_TABLE_LAYOUT)
-        header = {**IndexHeader().to_dict(), "format": 2, "design": "blocks-10-11", "k": 10}
-        db.execute("INSERT INTO meta VALUES ('header', ?)", (json.dumps(header),))
-        for key, fp in fps.items():
-            db.execute("INSERT INTO pages (fp, key, added) VALUES (?, ?, 0)", (fp, key))
-        page = sentences(_BRIEF)
-        for h, _ in page:
-            row = (to_signed(h), fps["https://short"], letters(page), "https://short")
-            db.execute("INSERT INTO sentences VALUES (?, ?, ?, ?)", row)
-    return fps
-
-
-def test_index_with_a_sentences_table_is_migrated(tmp_path: Path) -> None:
-    """An index of FORMAT_VERSION 2 opens: its tables are rebuilt for the default design, its
-    sentence rows move into its pages, the table is dropped, copies of its pages are found by
-    their sentences as before, and its long pages' copies by their fingerprints."""
-    import sqlite3
-
-    from nearDupe.shorttext import sentences
-
-    fps = _old_index(tmp_path)
-    far = 0xFFFF_FFFF_0000_0000  # far from every stored fingerprint
-    with EmbeddedIndex(tmp_path) as index:
-        assert index.header.design == "4-table" and index.header.format == FORMAT_VERSION
-        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
-        near = fps["https://long"] ^ (0b111 << 20)
-        assert index.query(near) == [Match("https://long", 1 << 50, 3)]
-        found = index.query(far, 0, None, sentences(_BRIEF))
-        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
-        assert index.check_and_add(far, "https://new", None, sentences(_BRIEF)) is not None
-    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-        assert "sentences" not in tables
-    with EmbeddedIndex(tmp_path) as index:  # migrated once: opens as a new index does
-        found = index.query(far, 0, None, sentences(_BRIEF))
-        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
-
-
-def test_index_without_a_sentence_table_gains_samples(tmp_path: Path) -> None:
-    """An index written before short pages kept their sentences opens, keeps its pages and
-    matches the sentences of the pages added from then on."""
-    import sqlite3
-
-    from nearDupe.shorttext import sentences
-
-    _old_index(tmp_path)
-    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
-        db.execute("DROP TABLE sentences")
-    brief = sentences(_BRIEF)
-    with EmbeddedIndex(tmp_path) as index:
-        assert index.query(1, 0) == [Match("https://plain", 1, 0)]
-        a, b = 0xFFFF_FFFF_0000_0000, 0x0000_FFFF_FFFF_0000  # far from each other and the rest
-        assert index.check_and_add(a, "https://a", None, brief) is None
-        assert index.check_and_add(b, "https://b", None, brief) == Match("https://a", a, None, 1.0)
 
 
 def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:
@@ -524,30 +438,6 @@ def test_a_shared_prefix_is_not_a_shared_sentence(tmp_path: Path, committed: boo
         assert index.query(2**64 - 1, 0, None, twin) == []
         assert index.check_and_add(2**64 - 1, "https://b", None, twin) is None
         assert index.query(2**32 - 1, 0, None, stored) == [Match("https://a", 0, None, 1.0)]
-
-
-def test_a_failed_migration_leaves_the_index_as_it_was(tmp_path: Path) -> None:
-    """A migration that cannot write (here: another writer holds the file past SQLite's 5 s
-    wait) is a clear IndexFileError and changes nothing; the next open migrates."""
-    import sqlite3
-
-    from nearDupe.shorttext import sentences
-    from nearDupe.store import embedded_sqlite
-
-    fps = _old_index(tmp_path)
-    embedded_sqlite.connect(tmp_path).close()  # WAL mode and the newer tables, not migrated
-    writer = sqlite3.connect(tmp_path / "pages.sqlite3", isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    with pytest.raises(IndexFileError, match="could not be brought to this version's layout"):
-        EmbeddedIndex(tmp_path)
-    writer.execute("ROLLBACK")
-    tables = {row[0] for row in writer.execute("SELECT name FROM sqlite_master")}
-    columns = {row[1] for row in writer.execute("PRAGMA table_info(pages)")}
-    writer.close()
-    assert "sentences" in tables and "sample" not in columns
-    with EmbeddedIndex(tmp_path) as index:
-        found = index.query(2**64 - 1, 0, None, sentences(_BRIEF))
-        assert found == [Match("https://short", fps["https://short"], None, 1.0)]
 
 
 CHECKED = "was not closed cleanly"

@@ -123,16 +123,6 @@ def sketch_of(page: Sentences) -> Sketch:
     return Sketch(letters(page), letters(tuple(chosen)), tails)
 
 
-def sketch_of_hashes(page_letters: int, hashes: Iterable[int]) -> Sketch:
-    """The sketch of a page stored by FORMAT_VERSION 2, which kept a page's sentence hashes
-    and its letters in total only (a page under 500 letters, recorded under all of them):
-    exact up to SKETCH_SENTENCES sentences, its sketched letters in proportion above."""
-    every = sorted(set(hashes))
-    chosen = every[:SKETCH_SENTENCES]
-    tails = b"".join((h & _TAIL_MASK).to_bytes(TAIL_BYTES, "big") for h in chosen)
-    return Sketch(page_letters, page_letters * len(chosen) // max(1, len(every)), tails)
-
-
 class Holder(NamedTuple):
     """A stored page recorded under one of a query's sentences, with its sketch."""
 

@@ -90,8 +90,6 @@ class EmbeddedIndex:
         try:
             self._db = embedded_sqlite.connect(self.path)
             embedded_sqlite.check_header(self._db, self.path, self.header)
-            embedded_sample.migrate(self._db, self.path)
-            embedded_sample.warn_without_sentences(self._db, self.path, self.k)
             self.index = embedded_files.load_tables(
                 self._db, self.path, Design.named(self.header.design)
             )

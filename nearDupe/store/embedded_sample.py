@@ -25,12 +25,10 @@ import numpy as np
 from xxhash import xxh3_64
 
 from nearDupe.sample_index import Run, SampleIndex
-from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences
-from nearDupe.store.base import Holder, Sketch, sketch_of_hashes
+from nearDupe.shorttext import Sentences
+from nearDupe.store.base import Holder, Sketch
 from nearDupe.store.embedded_files import write_atomically
 from nearDupe.store.embedded_sqlite import (
-    WITHOUT_SENTENCES,
-    layout_error,
     meta,
     set_meta,
     to_unsigned,
@@ -43,8 +41,6 @@ logger = logging.getLogger("nearDupe.store.embedded")
 _REBUILD_ROWS = 200_000
 _HASH = np.dtype("<u8")
 _SNAPSHOT = "sample.npz"
-#: The columns a page's sentences take (added to the pages of an index written before them).
-_COLUMNS = (("letters", "INTEGER"), ("sketched", "INTEGER"), ("tails", "BLOB"), ("sample", "BLOB"))
 #: The statement reading pages' samples, up to its WHERE clause.
 _SAMPLE_OF = "SELECT id, key, fp, letters, sketched, tails, sample FROM pages WHERE "
 
@@ -160,79 +156,3 @@ def _read_samples(db: sqlite3.Connection, ids: set[int]) -> dict[int, Sampled]:
         )
         for i, key, fp, n, m, tails, blob in rows
     }
-
-
-def migrate(db: sqlite3.Connection, path: Path) -> None:
-    """Bring an index written before the sample index to this layout: the pages gain their
-    sample columns, the rows of the old ``sentences`` table (a page's fingerprint and key under
-    each sentence it was recorded under) move into them, and the table is dropped, in one
-    transaction (one interrupted is done again at the next open)."""
-    try:
-        _migrate(db, path)
-    except sqlite3.Error as exc:
-        db.rollback()
-        raise layout_error(path, exc) from exc
-
-
-def _migrate(db: sqlite3.Connection, path: Path) -> None:
-    db.execute("BEGIN")
-    columns = {row[1] for row in db.execute("PRAGMA table_info(pages)")}
-    for name, kind in _COLUMNS:
-        if name not in columns:
-            db.execute(f"ALTER TABLE pages ADD COLUMN {name} {kind}")
-    if {row[1] for row in db.execute("PRAGMA table_info(sentences)")}:
-        rows = db.execute(
-            "SELECT p.id, s.sentence, s.letters FROM sentences s "
-            "JOIN pages p ON p.fp = s.fp AND p.key = s.key"
-        )
-        pages: dict[int, tuple[int, set[int]]] = {}
-        for page_id, sentence, n in rows:
-            pages.setdefault(page_id, (n, set()))[1].add(to_unsigned(sentence))
-        db.executemany(
-            "UPDATE pages SET letters = ?, sketched = ?, tails = ?, sample = ? WHERE id = ?",
-            (
-                (*sketch_of_hashes(n, hashes), pack(tuple(sorted(hashes))), i)
-                for i, (n, hashes) in pages.items()
-            ),
-        )
-        db.execute("DROP TABLE sentences")
-        set_meta(db, "sample_rows", "0")  # a sample snapshot, if any, misses these pages
-        logger.info("Index %s: moved the sentences of %d pages into their rows", path, len(pages))
-    db.commit()
-
-
-def warn_without_sentences(db: sqlite3.Connection, path: Path, k: int) -> None:
-    """One WARNING, at every open of an index brought up from a format that stored pages of
-    SENTENCE_PAGE_LETTERS letters or more without their sentences, while it holds such pages:
-    their copies found only by sentences are no longer caught, and how to rebuild the index
-    (a page's text is not stored, so its sentences cannot be computed again)."""
-    stored = meta(db, WITHOUT_SENTENCES)
-    if stored is None:
-        return
-    before = json.loads(stored)
-    if "pages" not in before:  # counted once, after the layout was brought up to date
-        before["pages"] = db.execute(
-            "SELECT COUNT(*) FROM pages WHERE id <= ? AND letters IS NULL", (before["last"],)
-        ).fetchone()[0]
-        try:
-            set_meta(db, WITHOUT_SENTENCES, json.dumps(before))
-            db.commit()
-        except sqlite3.Error:  # counted again at the next open
-            db.rollback()
-    if not before["pages"]:
-        return
-    logger.warning(
-        "Index %s holds %d pages stored by an earlier version (index format %s, k=%s) "
-        "without their sentences (it kept those of pages under %d letters only): their "
-        "copies that only sentences reveal (a paragraph cut or added, a lead line, a "
-        "sentence reworded: beyond this crawl's k=%d), which that version dropped within its "
-        "k, are kept now. The index holds no page text to rebuild their sentences from: "
-        "re-crawl into a fresh index (a new NEARDUPE_INDEX), or build one with "
-        "'scrapy neardupe import FEED.jsonl' from a feed that holds the pages' text",
-        path,
-        before["pages"],
-        before["format"],
-        before["k"],
-        SENTENCE_PAGE_LETTERS,
-        k,
-    )

@@ -17,13 +17,8 @@ from nearDupe.store.base import IndexHeader, Sketch, storable_key, url_hash
 logger = logging.getLogger("nearDupe.store.embedded")
 
 _SIGN = 1 << 63
-#: Layout versions (FORMAT_VERSION) of indexes that open and are brought up to date.
-MIGRATED_FORMATS = (2,)
 #: The SQLite file in the index directory.
 DB = "pages.sqlite3"
-#: The meta entry of an index brought up from a format that kept no sentences of long pages:
-#: that format, its k, the last page it stored, and (once counted) how many lack them.
-WITHOUT_SENTENCES = "pages_without_sentences"
 #: The meta entry "1" from an open until the clean close that sets it to "0": found "1" (or
 #: missing from an index that has pages) at open, the last process crashed or was killed, and
 #: the file gets SQLite's whole-file check, which grows with the index (seconds at 10**7 pages);
@@ -175,14 +170,6 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
         stored_header = json.loads(stored)
     except ValueError as exc:
         raise IndexFileError(f"index file {db_path} has an unreadable header") from exc
-    older = stored_header.get("format") in MIGRATED_FORMATS
-    if older:  # its layout is brought up to date at open (embedded_sample.migrate)
-        # Its pages of SENTENCE_PAGE_LETTERS or more were stored without their sentences:
-        # remembered with the new header, for the warning every open gives (see
-        # embedded_sample.warn_without_sentences).
-        last = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
-        before = {"format": stored_header.get("format"), "k": stored_header.get("k"), "last": last}
-        stored_header = {**stored_header, "format": header.format}
     problems = header.mismatches(stored_header, design=False)
     if problems:
         raise IndexSettingsMismatch(
@@ -198,12 +185,9 @@ def check_header(db: sqlite3.Connection, path: Path, header: IndexHeader) -> Non
             header.design,
             stored_header.get("design"),
         )
-    if older or redesigned:
+    if redesigned:
         try:
-            if older:
-                set_meta(db, WITHOUT_SENTENCES, json.dumps(before))
-            if redesigned:
-                set_meta(db, "snapshot_rows", "0")
+            set_meta(db, "snapshot_rows", "0")
             set_meta(db, "header", json.dumps(header.to_dict(), sort_keys=True))
             db.commit()
         except sqlite3.Error as exc:
