@@ -19,6 +19,7 @@ from nearDupe.textblocks import (
     block_lines,
     class_id,
     lines_text,
+    names_match,
     text_length,
 )
 from nearDupe.textlines import (
@@ -75,6 +76,14 @@ _FURNITURE_CLASS = re.compile(
 )
 
 
+#: readability's unlikely candidates: the elements named, unless inside code or holding the
+#: page's main content.
+_NAMED = lxml.etree.XPath("//*[@class or @id]")
+_IN_CODE = lxml.etree.XPath("ancestor-or-self::pre | ancestor-or-self::code")
+_HOLDS_MAIN = lxml.etree.XPath(
+    "descendant-or-self::main | descendant-or-self::article | descendant-or-self::math"
+)
+
 _DIV_TO_P = REGEXES["divToPElementsRe"]
 #: The tags readability's _DIV_TO_P finds in a <div>'s serialised children, as the first
 #: letters of a tag name (its pattern is matched case-blind, and escapes all else).
@@ -101,17 +110,16 @@ def _class_weight(class_: str | None, id_: str | None) -> int:
     weight = 0
     for feature in (class_, id_):
         if feature:
-            weight -= 25 if REGEXES["negativeRe"].search(feature) else 0
-            weight += 25 if REGEXES["positiveRe"].search(feature) else 0
+            weight -= 25 if names_match(REGEXES["negativeRe"], feature) else 0
+            weight += 25 if names_match(REGEXES["positiveRe"], feature) else 0
     return weight
 
 
 @lru_cache(maxsize=4096)
 def _unlikely(names: str) -> bool:
     """Whether class and id ``names`` make their element an unlikely candidate."""
-    return bool(
-        REGEXES["unlikelyCandidatesRe"].search(names)
-        and not REGEXES["okMaybeItsACandidateRe"].search(names)
+    return names_match(REGEXES["unlikelyCandidatesRe"], names) and not names_match(
+        REGEXES["okMaybeItsACandidateRe"], names
     )
 
 
@@ -227,9 +235,8 @@ class BlockReadability(Document):
                 if child.tag == "br":
                     paragraph = None
                     continue
-                if child.tag not in inline or _DIV_TO_P.search(
-                    lxml.etree.tounicode(child, method="html")
-                ):
+                # An inline tag's own start tag names no block, nor does its escaped tail.
+                if child.tag not in inline or _holds_block(child):
                     paragraph = None
                     continue
                 if paragraph is None:
@@ -254,17 +261,16 @@ class BlockReadability(Document):
         return link_length / max(text_length(elem), 1)
 
     def remove_unlikely_candidates(self) -> None:
-        for elem in self.html.xpath("//*[@class or @id]"):
+        # An element inside one dropped before it is left alone: it is gone from the page.
+        for elem in _NAMED(self.html):
             names = class_id(elem)
             if (
                 len(names) >= 2
                 and _unlikely(names)
                 and elem.tag not in ("html", "body")
-                and not elem.xpath("ancestor-or-self::pre | ancestor-or-self::code")
-                and not elem.xpath(
-                    "descendant-or-self::main | descendant-or-self::article | "
-                    "descendant-or-self::math"
-                )
+                and _top(elem) is self.html
+                and not _IN_CODE(elem)
+                and not _HOLDS_MAIN(elem)
             ):
                 elem.drop_tree()
 
@@ -297,6 +303,14 @@ class BlockReadability(Document):
         return candidates
 
 
+def _top(elem: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+    """The outermost ancestor of an element (itself if it has none)."""
+    top = elem
+    for ancestor in elem.iterancestors():
+        top = ancestor
+    return top
+
+
 def _kind(elem: lxml.html.HtmlElement) -> tuple[str, frozenset[str]]:
     """An element's tag and class names, without those holding a digit (a page builder names
     each of its boxes apart: ``elementor-element-5f61a26``)."""
@@ -310,7 +324,7 @@ def _is_passed_over(elem: lxml.html.HtmlElement) -> bool:
     text = elem.text_content() or ""
     if len(text) > BOX_MAX_CHARS and len(TIME_RE.findall(text)) < THREAD_STAMPS:
         return False
-    if len(text) <= BOX_MAX_CHARS and _FURNITURE_CLASS.search(class_id(elem)):
+    if len(text) <= BOX_MAX_CHARS and names_match(_FURNITURE_CLASS, class_id(elem)):
         return True
     lines = block_lines(elem, NON_TEXT_TAGS, NON_TEXT_CLASS)
     return is_furniture_box(lines) or is_comment_thread(lines)
@@ -326,7 +340,7 @@ def _drop_furniture_blocks(root: lxml.html.HtmlElement) -> None:
         for e in root.iterdescendants()
         if isinstance(e.tag, str)
         and (e.get("class") or e.get("id"))
-        and _FURNITURE_CLASS.search(class_id(e)) is not None
+        and names_match(_FURNITURE_CLASS, class_id(e))
     ]
     for elem in found:
         if elem.getparent() is not None and text_length(elem) <= _FURNITURE_BLOCK_SHARE * total:

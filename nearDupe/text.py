@@ -45,10 +45,12 @@ _HIDDEN_STYLE = re.compile(
 #: its scripts run (a page that would otherwise flash unstyled), not hidden content: it stays.
 #: (WCXB dev: 8 pages of 1,497 have one; 3 of them came out empty.)
 _HIDDEN_LAYOUT_SHARE = 0.5
-#: Dialogs, hidden until opened (a cookie or terms notice, a sign-up form, a cart).
-_DIALOGS = (
-    "//dialog[not(@open)] | //*[@role='dialog' or @role='alertdialog' or @aria-modal='true']"
+#: The elements that can be hidden (see _is_hidden) or dialogs (_is_dialog), in one walk.
+_MAYBE_HIDDEN = lxml.etree.XPath(
+    "descendant-or-self::*[@hidden or @style or self::dialog or @role or @aria-modal]"
 )
+#: Dialogs' roles: hidden until opened (a cookie or terms notice, a sign-up form, a cart).
+_DIALOG_ROLES = ("dialog", "alertdialog")
 #: React's streaming server rendering sends the content of a page's suspended parts last, each
 #: in a hidden ``<div id="S:n">`` that its own script moves into place: shown, not hidden.
 _STREAMED_SEGMENT = re.compile(r"S:\d+")
@@ -56,6 +58,18 @@ _STREAMED_SEGMENT = re.compile(r"S:\d+")
 #: 2,048 levels then); the other limits it lifts are covered by NEARDUPE_MAX_HTML_CHARS and
 #: the analysis time limit.
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
+# lxml.html picks a class per element in Python (form fields get their own), for every element
+# a walk touches; nothing here uses those classes, and a lookup in C costs nothing.
+_PARSER.set_element_class_lookup(
+    lxml.etree.ElementDefaultClassLookup(
+        element=lxml.html.HtmlElement,
+        comment=lxml.html.HtmlComment,
+        pi=lxml.html.HtmlProcessingInstruction,
+        entity=lxml.html.HtmlEntity,
+    )
+)
+#: CONTROL's characters, as UTF-8 bytes (ASCII: one byte each, in no other character's code).
+_CONTROL_BYTES = bytes(code for code in range(128) if CONTROL.match(chr(code)))
 
 #: On a page that marks its main content (``<main>``), readability's text is trusted when it
 #: holds at least this share of that element's text (without chrome, cut like a story's
@@ -86,8 +100,10 @@ _DISCUSSION = ("DiscussionForumPosting", "QAPage")
 _SPREAD_SHARE = 0.2
 _OG_TYPE = re.compile(r"<meta\b[^>]{0,200}?\bog:type\b[^>]{0,200}>", re.I)
 _CONTENT = re.compile(r"""\bcontent\s*=\s*["']?\s*([^"'>\s]*)""", re.I)
-_ARTICLE_TYPE = re.compile(
-    r'schema\.org/\w*(?:Article|BlogPosting)\b|"@type"\s*:\s*\[?\s*"\w*(?:Article|BlogPosting)"'
+#: (Two patterns, each starting with its text: the search skips to where that text is.)
+_ARTICLE_TYPES = (
+    re.compile(r"schema\.org/\w*(?:Article|BlogPosting)\b"),
+    re.compile(r'"@type"\s*:\s*\[?\s*"\w*(?:Article|BlogPosting)"'),
 )
 
 #: readability retries without dropping unlikely candidates (comments, sidebars, footers) when
@@ -179,7 +195,7 @@ def _spread_page(html: str) -> bool:
     content = _CONTENT.search(meta.group()) if meta else None
     if content is None or content.group(1).lower() in ("", "article"):
         return False
-    return _ARTICLE_TYPE.search(html) is None
+    return all(pattern.search(html) is None for pattern in _ARTICLE_TYPES)
 
 
 def _marked_text(root: lxml.html.HtmlElement, main: str, discussion: bool) -> str:
@@ -200,7 +216,7 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         return None
     # Encoded to UTF-8 bytes because lxml rejects str with NULs, lone surrogates or an encoding
     # declaration.
-    data = CONTROL.sub("", html).encode("utf-8", "replace")
+    data = html.encode("utf-8", "replace").translate(None, _CONTROL_BYTES)
     try:
         root = lxml.html.document_fromstring(data, parser=_PARSER)
     except (lxml.etree.ParserError, ValueError):
@@ -213,19 +229,30 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         lxml.etree.ProcessingInstruction,
         with_tail=False,
     )
-    hidden = [
-        elem
-        for elem in root.xpath("//*[@hidden] | //*[@style]")
-        if _HIDDEN_STYLE.search(elem.get("style", ""))
-        or (elem.get("hidden") is not None and not _STREAMED_SEGMENT.fullmatch(elem.get("id", "")))
-    ]
-    hidden += root.xpath(_DIALOGS)
+    found = _MAYBE_HIDDEN(root)
+    hidden = [elem for elem in found if _is_hidden(elem)]
+    hidden += [elem for elem in found if _is_dialog(elem)]
     if hidden:
         layout = _HIDDEN_LAYOUT_SHARE * len(root.text_content())
         for elem in hidden:
             if elem.getparent() is not None and len(elem.text_content()) <= layout:
                 elem.drop_tree()
     return root
+
+
+def _is_hidden(elem: lxml.html.HtmlElement) -> bool:
+    """Whether an element is hidden by its style or its ``hidden`` attribute (not a streamed
+    segment: _STREAMED_SEGMENT)."""
+    if _HIDDEN_STYLE.search(elem.get("style", "")):
+        return True
+    return elem.get("hidden") is not None and not _STREAMED_SEGMENT.fullmatch(elem.get("id", ""))
+
+
+def _is_dialog(elem: lxml.html.HtmlElement) -> bool:
+    """Whether an element is a dialog, closed or named so by its role or ``aria-modal``."""
+    if elem.tag == "dialog" and elem.get("open") is None:
+        return True
+    return elem.get("role") in _DIALOG_ROLES or elem.get("aria-modal") == "true"
 
 
 def _join_roots(root: lxml.html.HtmlElement) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import lxml.etree
 import lxml.html
 
-from nearDupe.textlines import SPACE, dense_length
+from nearDupe.textlines import dense_length
 
 # fmt: off
 BLOCK_TAGS = frozenset({
@@ -71,14 +72,14 @@ def block_lines(
     its layout's boxes after their neighbours ("right-sidebar", "sidebar-container")."""
     parts: list[tuple[str, bool]] = []
     links = 0  # depth inside <a> elements
-    lengths: dict[lxml.html.HtmlElement, int] = {}
+    whole: list[int] = []  # the length of root's text, once needed
 
     def named_aside(elem: lxml.html.HtmlElement) -> bool:
-        if skip_class.search(class_id(elem)) is None:
+        if not names_match(skip_class, class_id(elem)):
             return False
-        if not lengths:
-            lengths.update(_text_lengths(root))
-        return lengths[elem] < _LAYOUT_SHARE * lengths[root]
+        if not whole:
+            whole.append(_dense_length(root))
+        return _dense_length(elem) < _LAYOUT_SHARE * whole[0]
 
     walker = lxml.etree.iterwalk(root, events=("start", "end", "comment", "pi"))
     for event, elem in walker:
@@ -104,10 +105,11 @@ def block_lines(
     text: list[str] = []
     linked = 0
     for part, in_link in [*parts, ("\n", False)]:
-        pieces = part.split("\n")
-        for i, piece in enumerate(pieces):
+        # A line's runs of spaces become one (split() sees the spaces textlines.SPACE sees;
+        # a line holds no line break).
+        for i, piece in enumerate(part.split("\n") if "\n" in part else (part,)):
             if i:
-                line = SPACE.sub(" ", "".join(text)).strip()
+                line = " ".join("".join(text).split())
                 if line:
                     lines.append((line, min(linked / dense_length(line), 1.0)))
                 text, linked = [], 0
@@ -117,16 +119,11 @@ def block_lines(
     return lines
 
 
-def _text_lengths(root: lxml.html.HtmlElement) -> dict[lxml.html.HtmlElement, int]:
-    """Characters of each element's text below ``root`` (runs of spaces left out), in one
-    pass."""
-    lengths: dict[lxml.html.HtmlElement, int] = {}
-    for _event, elem in lxml.etree.iterwalk(root, events=("end",)):
-        length = len(SPACE.sub("", elem.text or ""))
-        for child in elem:
-            length += lengths.get(child, 0) + len(SPACE.sub("", child.tail or ""))
-        lengths[elem] = length
-    return lengths
+def _dense_length(elem: lxml.html.HtmlElement) -> int:
+    """Characters of an element's text, runs of spaces left out (line breaks counted: as
+    ``textlines.SPACE.sub("", text)`` counts, three times faster on a page's text)."""
+    text = elem.text_content()
+    return sum(map(len, text.split())) + text.count("\n")
 
 
 def text_length(elem: lxml.html.HtmlElement) -> int:
@@ -137,3 +134,21 @@ def text_length(elem: lxml.html.HtmlElement) -> int:
 def class_id(elem: lxml.html.HtmlElement) -> str:
     """An element's class and id attributes, space-separated."""
     return f"{elem.get('class', '')} {elem.get('id', '')}"
+
+
+@lru_cache(maxsize=8192)
+def names_match(pattern: re.Pattern[str], names: str) -> bool:
+    """Whether a case-blind ``pattern`` of lowercase words is found in class and id ``names``."""
+    if names.isascii():
+        # Python's case-blind search tries each case of each letter: on ASCII names a
+        # case-sensitive search of the lowercased names finds the same, ten times faster.
+        return _case_sensitive(pattern).search(names.lower()) is not None
+    return pattern.search(names) is not None
+
+
+@lru_cache(maxsize=64)
+def _case_sensitive(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` without its IGNORECASE flag if it names no capital letter (itself if not)."""
+    if pattern.pattern != pattern.pattern.lower():
+        return pattern  # a capital letter or a class such as \S, \W
+    return re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE)
