@@ -6,7 +6,10 @@ follows the start page's links, and prints pages/s both ways, CPU cores used, th
 reactor stall seen by a 10 ms heartbeat, the longest full garbage collection (with and without
 NEARDUPE_GC_FREEZE), and the per-page CPU cost of extraction, fingerprinting and the index.
 
-    python benchmarks/crawl_bench.py [--copies 1] [--workers 2]
+    python benchmarks/crawl_bench.py [--copies 1] [--workers 2] [--rounds 2] [--variants]
+
+Plain Scrapy and the plugin crawl in turn, round after round; each plugin crawl's ratio is to
+the plain crawl of its round.
 """
 
 from __future__ import annotations
@@ -139,46 +142,58 @@ def main() -> None:
         "--against",
         type=Path,
         help="another checkout of nearDupe (e.g. a git worktree of an earlier commit): its "
-        "crawl runs beside this one's, alternately, --rounds times each",
+        "crawl runs in each round too, beside this one's",
     )
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of plain, then plugin")
+    parser.add_argument(
+        "--variants",
+        action="store_true",
+        help="also crawl once in one thread and once without NEARDUPE_GC_FREEZE",
+    )
     args = parser.parse_args()
     pages = load_pages(args.copies)
     httpd = serve(pages)
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    print(f"{len(pages) - 1} pages on {url}, {os.cpu_count()} cores")
-    runs = {}
+    print(f"{len(pages) - 1} pages on {url}, {os.cpu_count()} cores, load {load_average()}")
+    runs: dict[str, dict[str, float]] = {}
     workers = {"NEARDUPE_WORKERS": args.workers}
-    plans: list[tuple[str, dict[str, object], Path]] = [
-        ("plain", {"NEARDUPE_ENABLED": "False"}, ROOT),
-        (f"nearDupe ({args.workers} processes)", workers, ROOT),
-        ("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}, ROOT),
-        ("nearDupe, NEARDUPE_GC_FREEZE=False", {"NEARDUPE_GC_FREEZE": False}, ROOT),
-    ]
-    if args.against:
-        plans = plans[:1]
-        for i in range(args.rounds):
-            plans.append((f"this checkout, round {i + 1}", workers, ROOT))
-            plans.append((f"{args.against.name}, round {i + 1}", workers, args.against))
+    # (name, settings, checkout, round): each run is compared with the plain crawl of its round.
+    plans: list[tuple[str, dict[str, object], Path, int]] = []
+    for i in range(1, args.rounds + 1):
+        plans.append((f"plain, round {i}", {"NEARDUPE_ENABLED": "False"}, ROOT, i))
+        plans.append((f"nearDupe ({args.workers} processes), round {i}", workers, ROOT, i))
+        if args.against:
+            plans.append((f"{args.against.name}, round {i}", workers, args.against, i))
+    if args.variants:
+        plans.append(("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}, ROOT, args.rounds))
+        gc = {"NEARDUPE_GC_FREEZE": False}
+        plans.append(("nearDupe, NEARDUPE_GC_FREEZE=False", gc, ROOT, args.rounds))
+    ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, settings, root in plans:
+        for name, settings, root, _ in plans:
             workdir = Path(tmp) / str(len(runs))
             workdir.mkdir()
             runs[name] = crawl(url, workdir, settings, root)
     httpd.shutdown()
-    plain = runs["plain"]
     header = f"{'run':36} {'pages':>6} {'pages/s':>8} {'ratio':>6} {'cores':>6} {'stall ms':>9}"
     print(header + " >50ms full-GC ms kept/dropped")
-    for name, run in runs.items():
+    for name, _, _, round_ in plans:
+        run, plain = runs[name], runs[f"plain, round {round_}"]
         pages_crawled = run["response_count"]
         rate = pages_crawled / run["elapsed"]
         ratio = rate / (plain["response_count"] / plain["elapsed"])
+        kind = name.rsplit(", round", 1)[0]
+        ratios.setdefault(kind, []).append(ratio)
         print(
             f"{name:36} {pages_crawled:6d} {rate:8.1f} {ratio:6.2f} "
             f"{run['cpu'] / run['wall']:6.2f} {run['max_stall_ms']:9.1f} "
             f"{run['stalls_over_50ms']:5d} {run['longest_full_gc_ms']:10.1f} "
             f"{run.get('kept', '-')}/{run.get('dropped', '-')}"
         )
+    for kind, values in ratios.items():
+        if not kind.startswith("plain") and len(values) > 1:
+            print(f"{kind}: median {median(values):.2f} of plain Scrapy's pages/s "
+                  f"({min(values):.2f}-{max(values):.2f}, {len(values)} rounds)")  # fmt: skip
     if args.against:
         return
     costs = component_costs(pages)
@@ -186,6 +201,14 @@ def main() -> None:
         "median CPU ms per page (in one process): "
         + ", ".join(f"{k} {v:.2f}" for k, v in costs.items())
     )
+
+
+def load_average() -> str:
+    """The machine's 1-minute load average (crawl rates depend on it)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
 
 
 if __name__ == "__main__":

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import statistics
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from readability.readability import REGEXES
 
 from nearDupe.text import extract_main_text, without_code
+from nearDupe.textblocks import _CHROME_CLASS, names_match
 
 ARTICLE = [
     "The city council voted on Tuesday to expand the river park by forty acres, ending a debate "
@@ -812,3 +815,21 @@ def test_a_list_that_is_most_of_the_page_is_kept() -> None:
     page = f"<html><body><div class='story'><p>{ARTICLE[1]}</p>{entries}</div></body></html>"
     text = extract_main_text(page)
     assert all(t in text for _, t in _TEASERS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("aAdDsSkKeEbBrRuUcCmMnN-_ \u017f\u212a\u0130"), max_size=30)
+)
+def test_class_names_match_as_a_case_blind_search_finds(names: str) -> None:
+    """names_match (lowercased ASCII, case-sensitive pattern) finds what the case-blind
+    pattern finds, non-ASCII letters included (a long s matches "s" case-blind)."""
+    for pattern in (_CHROME_CLASS, REGEXES["unlikelyCandidatesRe"], REGEXES["positiveRe"]):
+        assert names_match(pattern, names) == (pattern.search(names) is not None)
+
+
+def test_a_pattern_naming_capitals_is_searched_as_written() -> None:
+    """A pattern with a capital letter or an escape such as \\S keeps its case-blind search."""
+    pattern = re.compile(r"Side\Sbar", re.I)
+    assert names_match(pattern, "SIDE-BAR") and names_match(pattern, "side_bar")
+    assert not names_match(pattern, "side bar")
