@@ -166,7 +166,7 @@ def main() -> None:
             plans.append((f"{args.against.name}, round {i}", workers, args.against, i))
     if args.variants:
         plans.append(("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}, ROOT, args.rounds))
-        gc = {"NEARDUPE_GC_FREEZE": False}
+        gc: dict[str, object] = {"NEARDUPE_GC_FREEZE": False}
         plans.append(("nearDupe, NEARDUPE_GC_FREEZE=False", gc, ROOT, args.rounds))
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
