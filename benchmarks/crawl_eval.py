@@ -55,7 +55,7 @@ from nearDupe.analysis import Analysis, analyze_extracted, analyze_page
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters, normalize
-from nearDupe.sitetemplate import SiteTemplate, headline_of, strip_template
+from nearDupe.sitetemplate import SiteTemplate, headline_of, site_memory, strip_template
 from nearDupe.store import EmbeddedIndex, IndexHeader, base
 from nearDupe.text import extract_main_text
 
@@ -203,6 +203,7 @@ def crawl(
     recheck: bool = True,
     hosts: list[str] | None = None,
     crawlers: int = 1,
+    by_template: bool = True,
 ) -> Tally:
     """Crawl the pages in ``order`` through a fresh index; score every decision.
 
@@ -210,11 +211,17 @@ def crawl(
     by then), as a crawl's concurrent responses are; a young site's page is analysed again at
     its decision when its site taught more of its lines meanwhile, unless ``recheck`` is off.
     Pages are served from ``hosts`` (default: each template its own host) and handed to
-    ``crawlers`` crawlers in turn, each with its own view of the shared index (Redis).
+    ``crawlers`` crawlers in turn, each with its own view of the shared index (Redis). A
+    page's site memory is its host and template (sitetemplate.site_memory), or its host alone
+    unless ``by_template``.
     """
     k, confirm_k, design, every_page = rule
     pages = cases.pages
     hosts = hosts or [page.template for page in pages]
+    memories = [
+        site_memory(host, html) if by_template else host
+        for host, html in zip(hosts, htmls, strict=True)
+    ]
     tally = Tally()
     seen_in_site: dict[str, int] = defaultdict(int)
     stored_articles: set[str] = set()
@@ -227,7 +234,7 @@ def crawl(
         waiting: deque[tuple[int, Crawler, SiteTemplate, Analysis]] = deque()
         for n, i in enumerate(order):
             crawler = team[n % len(team)]
-            template = crawler.template(hosts[i])
+            template = crawler.template(memories[i])
             analysis = analyze_html_page(texts[i], htmls[i], f"http://{i}/", features, template)
             waiting.append((i, crawler, template, analysis))
             if len(waiting) > in_flight:
@@ -239,7 +246,7 @@ def crawl(
             crawler.learning = learn
         for i, crawler, template, analysis in analysed(team):
             page = pages[i]
-            site = hosts[i]
+            site = memories[i]
             url = f"http://{i}/"
             identity = analysis.identity
             now = crawler.template(site)
@@ -279,12 +286,14 @@ def crawl(
             if match is None:
                 stored_articles.add(page.article)
                 article_of[url] = page.article
-                site_of_url[url] = site
+                site_of_url[url] = hosts[i]
                 if due:
                     tally.per_template[page.template].append(False)
                 crawler.learn(site, analysis)
                 continue
-            if site_of_url[match.key] == site and analysis.became_template(crawler.template(site)):
+            if site_of_url[match.key] == hosts[i] and analysis.became_template(
+                crawler.template(site)
+            ):
                 tally.template_text += 1  # as the pipeline: its site taught its lines meanwhile
                 tally.decisions[i] = ("template-text", None, None)
                 if due:
@@ -343,6 +352,11 @@ def main() -> None:
         "--portal-hosts", type=int, default=1, help="hosts a language's templates share"
     )
     parser.add_argument("--orders", type=int, default=1, help="seeded crawl orders per split")
+    parser.add_argument(
+        "--host-memory",
+        action="store_true",
+        help="a site memory per host, not per host and template",
+    )
     parser.add_argument(
         "--in-flight", type=int, default=0, help="pages analysed ahead of their decision"
     )
@@ -409,7 +423,8 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
     print(
         f"# A crawl of the {args.half} half of the template sites: {crawl_order}, "
         f"{args.in_flight} analysed ahead of their decision"
-        f"{', never analysed again' if args.no_recheck else ''}, {args.orders} order(s); "
+        f"{', never analysed again' if args.no_recheck else ''}, {args.orders} order(s), "
+        f"a site memory per {'host' if args.host_memory else 'host and template'}; "
         "figures: mean (min-max, spread) over orders\n"
     )
     print(
@@ -456,6 +471,7 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
                                 not args.no_recheck,
                                 hosts,
                                 crawlers,
+                                not args.host_memory,
                             )
                             for order in orders
                         ]

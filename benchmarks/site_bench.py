@@ -1,11 +1,12 @@
 """What site templates cost: memory per site (embedded and Redis), learning and reading time,
 the worker's line stripping, and the size of what a job carries to a worker.
 
-Sites of STORIES stories, each story LINES lines of its own plus TEMPLATE template lines (of
-one template, or ``--templates N`` a site: a portal), are
-learned into a fresh embedded index and a fresh Redis index side by side (the sites full at
-SITE_LINES, the worst case). Run: ``python benchmarks/site_bench.py [--sites 200]``; starts
-its own redis-server (or ``--url``).
+Sites (hosts) of STORIES stories, each story LINES lines of its own plus TEMPLATE template lines
+(of one template, or ``--templates N`` a host: a portal, each template with its own chrome,
+so its pages go to the memory sitetemplate.site_memory gives them), are learned into a fresh
+embedded index and a fresh Redis index side by side (the memories full at SITE_LINES, the
+worst case). Run: ``python benchmarks/site_bench.py [--sites 200] [--templates 300 --sites 2
+--stories 3000]``; starts its own redis-server (or ``--url``).
 """
 
 from __future__ import annotations
@@ -27,26 +28,43 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from redis_server import RedisServer
 
-from nearDupe.sitetemplate import SITE_LINES, strip_template
+from nearDupe.sitetemplate import HOST_TEMPLATES, SITE_LINES, site_memory, strip_template
 from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Store
 from nearDupe.store.redis import RedisStore
 
 STORIES, LINES, TEMPLATE = 60, 40, 30
+#: The class names of a template's chrome (each template: with a suffix of its own).
+CHROME = ("top", "nav", "menu", "logo", "search", "crumbs", "side", "ad")
 
 
-def pages(sites: int, rng: random.Random, templates: int = 1) -> list[tuple[str, int, list[int]]]:
-    """(site, story identity, its line hashes), the sites' stories interleaved; a site's
+def chrome(template: int) -> str:
+    """A page of a template of its own: 8 class names before its headline."""
+    suffix = chr(97 + template % 26) + chr(97 + template // 26 % 26)
+    names = " ".join(f"{part}{suffix}" for part in CHROME)
+    return f'<html><body><div class="{names}"></div><h1>Headline</h1></body></html>'
+
+
+def pages(
+    sites: int, rng: random.Random, templates: int = 1, stories: int = STORIES
+) -> list[tuple[str, int, list[int]]]:
+    """(site memory, story identity, its line hashes), the hosts' stories interleaved; a host's
     stories in ``templates`` templates of their own (a portal's sections), in turn."""
     template = {
         (s, t): [rng.getrandbits(64) for _ in range(TEMPLATE)]
         for s in range(sites)
         for t in range(templates)
     }
+    memory = {
+        (s, t): site_memory(f"site{s}.example", chrome(t))
+        for s in range(sites)
+        for t in range(templates)
+    }
     out = []
-    for story in range(STORIES):
+    for story in range(stories):
         for s in range(sites):
             own = [rng.getrandbits(64) for _ in range(LINES)]
-            out.append((f"site{s}.example", story + 1, own + template[s, story % templates]))
+            t = story % templates
+            out.append((memory[s, t], story + 1, own + template[s, t]))
     return out
 
 
@@ -80,9 +98,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sites", type=int, default=200)
     parser.add_argument("--templates", type=int, default=1, help="templates a site's pages use")
+    parser.add_argument("--stories", type=int, default=STORIES, help="stories a site")
     parser.add_argument("--url", help="a Redis to use instead of starting one")
     args = parser.parse_args()
-    work = pages(args.sites, random.Random(1), args.templates)
+    work = pages(args.sites, random.Random(1), args.templates, args.stories)
     names = sorted({site for site, _, _ in work})
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         url = args.url or stack.enter_context(RedisServer(Path(tmp) / "redis")).url
@@ -95,34 +114,42 @@ async def main() -> None:
             rows.append((name, store, learn, read))
         embedded.index.commit()
         blob = embedded.index._db.execute("SELECT SUM(LENGTH(lines)) FROM sites").fetchone()
-        disk = blob[0] / args.sites
+        disk = blob[0] / len(names)
         memory = [
             await redis.client.memory_usage(redis.sites.key(site), samples=0)
-            for site in names[:50]
+            for site in names[:200]
         ]
+        full = sum([len((await embedded.site_template(n)).lines) == SITE_LINES for n in names])
         template = await embedded.site_template(names[0])
         text = "\n".join(f"line {i} of a story, with words of its own" for i in range(60))
         start = time.perf_counter()
         for _ in range(200):
             strip_template(text, 99, template)
         strip_us = (time.perf_counter() - start) / 200 * 1e6
-        print(f"# Site templates: {args.sites} sites x {STORIES} stories x "
-              f"{LINES + TEMPLATE} lines in {args.templates} template(s) a site "
-              f"(full at SITE_LINES={SITE_LINES})\n")  # fmt: skip
-        print("| backend | learn a page (p50) | read a site (p50) | per full site |")
-        print("|---|---|---|---|")
+        print(f"# Site templates: {args.sites} hosts x {args.stories} stories x "
+              f"{LINES + TEMPLATE} lines in {args.templates} template(s) a host: "
+              f"{len(names)} memories, {full} full (at SITE_LINES={SITE_LINES}); "
+              f"at most {HOST_TEMPLATES} memories a host\n")  # fmt: skip
+        print("| backend | learn a page (p50) | learn a page (p99) | read a memory (p50) "
+              "| per memory (mean) | per host |")  # fmt: skip
+        print("|---|---|---|---|---|---|")
         for name, _, learn, read in rows:
             size = (
                 f"{disk / 1024:.1f} KB on disk"
                 if name == "embedded"
                 else f"{statistics.mean(memory) / 1024:.1f} KB in Redis"
             )
-            print(f"| {name} | {us(learn)} | {us(read)} | {size} |")
+            per_host = (disk if name == "embedded" else statistics.mean(memory)) * len(names)
+            p99 = sorted(learn)[int(len(learn) * 0.99)] * 1e6
+            print(f"| {name} | {us(learn)} | {p99:,.0f} µs | {us(read)} | {size} | "
+                  f"{per_host / args.sites / 1024:,.0f} KB |")  # fmt: skip
         print(
             f"\nA worker strips a 60-line page against a full site in {strip_us:,.0f} µs; "
             f"the site's template travels to it as {len(pickle.dumps(template)) / 1024:.1f} "
-            f"KB. 10^5 full sites: {disk * 1e5 / 2**30:.1f} GiB on disk, "
-            f"{statistics.mean(memory) * 1e5 / 2**30:.1f} GiB in Redis."
+            f"KB. 10^5 such hosts: {disk * len(names) / args.sites * 1e5 / 2**30:.1f} GiB on "
+            f"disk, {statistics.mean(memory) * len(names) / args.sites * 1e5 / 2**30:.1f} GiB "
+            f"in Redis; a host's bound ({HOST_TEMPLATES} full memories): "
+            f"{HOST_TEMPLATES * SITE_LINES * 20 / 2**20:.1f} MB of lines on disk."
         )
         await embedded.close()
         await redis.close()

@@ -72,6 +72,9 @@ class Analysis:
     #: pages: the site learns them too, to tell its name from a story's headline.
     headings: tuple[int, ...] = ()
     heading_key: int = 0
+    #: The site memory the page was judged by and teaches (sitetemplate.site_memory): its
+    #: host and template; "" until the crawl sets it (then its URL's host).
+    site: str = ""
     #: How many of the page's lines were its site's template when it was analysed.
     known: int = 0
     #: The units of its headline (sitetemplate.headline_units) and, per line, those it holds.
@@ -98,10 +101,11 @@ class Analysis:
 
     def redone(self, again: Analysis) -> Analysis:
         """The page analysed ``again`` at its decision, keeping what only this first analysis
-        knew: its serial number, stored key and headings."""
+        knew: its serial number, stored key, site and headings."""
         return replace(
             again,
             page=self.page,
+            site=self.site,
             stored_key=self.stored_key,
             headings=self.headings,
             heading_key=self.heading_key,

@@ -12,7 +12,7 @@ from nearDupe.analysis import META_KEY, Analysis, analyze_html, detect_encoding
 from nearDupe.crawlstate import CrawlState
 from nearDupe.decoding import decode, redecode, skip_reason
 from nearDupe.simhash import stored_copy_key
-from nearDupe.sitetemplate import SiteTemplate, site_of
+from nearDupe.sitetemplate import SiteTemplate, site_memory, site_of
 from nearDupe.text import CODE_SCAN
 from nearDupe.workers import AnalysisTimeout, analyze_within
 
@@ -75,6 +75,7 @@ class NearDupeDownloaderMiddleware:
                 html = html[: CODE_SCAN * self.config.max_html_chars]  # cut in the worker
             if not self.pool.started:
                 self.stats.inc_value("neardupe/responses/before_workers")
+            site = site_memory(site_of(response.url), html)
             try:
                 analysis = await self.pool.run(
                     analyze_within,
@@ -84,9 +85,10 @@ class NearDupeDownloaderMiddleware:
                     self.config.min_text_length,
                     self.config.max_html_chars,
                     self.config.features,
-                    await self._site_template(response.url),
+                    await self._site_template(site),
                     response.url,
                 )
+                analysis = replace(analysis, site=site)
             except AnalysisTimeout:
                 analysis = skipped("too-slow")
             except Exception:
@@ -107,15 +109,16 @@ class NearDupeDownloaderMiddleware:
             self.stats.inc_value("neardupe/responses/analyzed")
         return replace(analysis, page=next(self._page_serials))
 
-    async def _site_template(self, url: str) -> SiteTemplate:
-        """What the index learned of the page's site (nothing if it cannot tell)."""
+    async def _site_template(self, site: str) -> SiteTemplate:
+        """What the index learned of a page's ``site`` (sitetemplate.site_memory; nothing if
+        it cannot tell)."""
         store = self._state.store
         if store is None:
             return SiteTemplate()
         try:
-            return await store.site_template(site_of(url))
+            return await store.site_template(site)
         except Exception as exc:  # an aid: without it the page is judged whole
-            logger.debug("nearDupe: no site template for %s: %s", url, exc)
+            logger.debug("nearDupe: no site template for %s: %s", site, exc)
             return SiteTemplate()
 
     async def _decode(self, response: HtmlResponse) -> tuple[str, str | None]:

@@ -178,7 +178,7 @@ class NearDupePipeline:
         if analysis.recheck is None:
             return await self._judge(url, analysis), text
         # A young site's pages are decided one at a time, each with what the ones before taught.
-        host = site_of(url)
+        host = _site(url, analysis)
         turn = self._young_sites.setdefault(host, DeferredLock())
         await maybe_deferred_to_future(turn.acquire())
         try:
@@ -272,7 +272,7 @@ class NearDupePipeline:
         if analysis.recheck is None or self.store is None:
             return analysis
         try:
-            site = await self.store.site_template(site_of(url))
+            site = await self.store.site_template(_site(url, analysis))
             if not analysis.outdated(site):
                 return analysis
             again = await self._state.pool.run(
@@ -319,8 +319,9 @@ class NearDupePipeline:
             logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
             return Analysis(None, "analysis-error")
         # Items of one response share its decision; an item from no response is a page itself.
-        serial = page.page if page is not None else next(self._state.page_serials)
-        return replace(analysis, page=serial)
+        if page is None:
+            return replace(analysis, page=next(self._state.page_serials))
+        return replace(analysis, page=page.page, site=page.site)
 
     async def _page_decision(self, url: str, analysis: Analysis) -> Decision:
         assert analysis.fingerprint is not None
@@ -383,7 +384,7 @@ class NearDupePipeline:
         if self.store is None or site_of(copy_of) != site_of(url):
             return False
         try:
-            return analysis.became_template(await self.store.site_template(site_of(url)))
+            return analysis.became_template(await self.store.site_template(_site(url, analysis)))
         except Exception as exc:  # an aid: the drop stands
             self.stats.inc_value("neardupe/site_errors")
             logger.debug("nearDupe: the site of %s was not read again: %s", url, exc)
@@ -396,7 +397,7 @@ class NearDupePipeline:
             return
         try:
             for identity, lines in analysis.lessons():
-                await self.store.learn_site(site_of(url), identity, lines)
+                await self.store.learn_site(_site(url, analysis), identity, lines)
         except Exception as exc:  # an aid: the page's decision stands
             self.stats.inc_value("neardupe/site_errors")
             logger.debug("nearDupe: the lines of %s were not learned: %s", url, exc)
@@ -446,3 +447,9 @@ class NearDupePipeline:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
         return Decision(record.url, "kept", record.fingerprint, reason="index-unavailable")
+
+
+def _site(url: str, analysis: Analysis) -> str:
+    """The site memory a page at ``url`` was judged by and teaches: its analysis's (host and
+    template), else its URL's host."""
+    return analysis.site or site_of(url)

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import random
+
 from nearDupe.analysis import analyze_extracted, analyze_html, analyze_page, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
+    HOST_TEMPLATES,
     LINE_TITLES,
     TEMPLATE_PAGES,
     YOUNG_STORIES,
     SiteTemplate,
     headline_of,
     identity_of,
+    site_memory,
     site_of,
     strip_template,
+    template_signature,
 )
 from nearDupe.store.sites import learned
 from nearDupe.text import extract_main_text
 from tests.template_sites import essay_page
 
+#: Made-up class names.
+WORDS = [f"{a}{b}{c}" for a in "abcdefgh" for b in "ijklmnop" for c in "qrstuvwx"]
 ARTICLE = "\n".join(
     f"Paragraph {i} of the council's budget story, with its own words number {i}."
     for i in range(8)
@@ -43,6 +50,46 @@ def test_site_is_the_host_without_www() -> None:
     assert site_of("https://WWW.Example.com:8080/a?b") == "example.com"
     assert site_of("http://127.0.0.2:81/x") == "127.0.0.2"
     assert site_of("not a url") == "" and site_of("http://[::1") == ""
+
+
+def section_page(chrome: str, headline: str, body: str) -> str:
+    """A portal's page: its section's chrome (class names), then the headline and article."""
+    nav = "".join(f'<div class="{name}"><a href="/">{name}</a></div>' for name in chrome.split())
+    return (
+        f'<html><head><title>{headline}</title></head><body class="post-{len(body)}">{nav}'
+        f"<h1>{headline}</h1>{body}</body></html>"
+    )
+
+
+def test_a_pages_memory_is_its_host_and_the_chrome_before_its_headline() -> None:
+    """Pages of one template share a memory whatever their article holds (its own classes,
+    numbers); another section of the host, with its own chrome, has another; a page naming
+    too few classes is judged by its host's."""
+    news = "top-bar nav menu menu-item search logo breadcrumbs section-news"
+    sport = "top-bar nav menu menu-item search logo breadcrumbs section-sport scores"
+    story = section_page(news, "Bridge reopens", '<p class="byline">By A. Writer</p><p>Text</p>')
+    other = section_page(news + " ad-7", "Budget passed", '<p class="lead">Other</p><p>x</p>')
+    assert template_signature(story) == template_signature(other) != ""
+    assert site_memory("portal.example", story) == site_memory("portal.example", other)
+    assert site_memory("portal.example", story) != site_memory(
+        "portal.example", section_page(sport, "Cup final", "<p>Score</p>")
+    )
+    plain = section_page("nav logo", "Bridge reopens", '<p class="a b c d e">Text</p>')
+    assert site_memory("portal.example", plain) == "portal.example"
+    assert site_memory("", story) == ""
+
+
+def test_a_template_signature_survives_hostile_markup() -> None:
+    """Lone surrogates, unclosed tags and a huge page give a signature, never an error, and
+    a page of made-up class names costs one of a bounded number of memories."""
+    odd = section_page("a\udc80 b\x00 c\ufffd d", "Headline", "<p>text</p>")
+    assert len(template_signature(odd)) == 2
+    unclosed = "<body>" + '<div class="x' * 50_000
+    assert template_signature(unclosed) == ""
+    rng = random.Random(5)
+    made_up = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(2000)]
+    signatures = {template_signature(section_page(chrome, "H", "")) for chrome in made_up}
+    assert len(signatures) == HOST_TEMPLATES
 
 
 def test_identity_is_the_headline_whatever_the_site_adds() -> None:

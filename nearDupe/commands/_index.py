@@ -20,7 +20,7 @@ from nearDupe.index import BlockIndex
 from nearDupe.sample_index import SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.simhash import hamming, to_hex
-from nearDupe.sitetemplate import SiteTemplate, site_of
+from nearDupe.sitetemplate import SiteTemplate, site_memory, site_of
 from nearDupe.store import droplog, embedded_sample
 from nearDupe.store.base import (
     Holder,
@@ -211,9 +211,10 @@ class IndexView:
         finally:
             db.close()
 
-    def site_template(self, url: str) -> SiteTemplate:
-        """What the index learned of the site of ``url`` (see nearDupe/sitetemplate.py)."""
-        host = site_of(url)
+    def site_template(self, url: str, html: str = "") -> SiteTemplate:
+        """What the index learned of the site of the page ``html`` at ``url`` (its host and
+        template, see nearDupe/sitetemplate.py)."""
+        host = site_memory(site_of(url), html)
         if self.path is None:
             assert self.config is not None, "a Redis view keeps its settings"
             config = self.config

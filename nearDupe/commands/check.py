@@ -67,7 +67,7 @@ def analyze_response(
     if decoded.skip_reason:
         return "", Analysis(None, decoded.skip_reason)
     main = extract_main_text(decoded.html, max_chars=config.max_html_chars)
-    site = view.site_template(response.url)
+    site = view.site_template(response.url, decoded.html)
     return main, analyze_extracted(
         main,
         decoded.html,

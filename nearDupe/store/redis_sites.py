@@ -1,9 +1,12 @@
 """Sites' lines in Redis (see nearDupe/store/sites.py): one hash per site, learned atomically.
 
-Key ``<name>:site:{<xxh3 of the host>}``: the site's own hash tag, so on a Redis Cluster the
-sites spread over the slots; each update is one script on one key. Field: the 8-byte line
-hash; value: the 4-byte identities of up to LINE_TITLES pages that had it. Every crawler
-learns into the same hash and reads it back at most every REFRESH seconds per site.
+Key ``<name>:lines:{<xxh3 of the site>}`` (a site: sitetemplate.site_memory, a host and a
+template): the site's own hash tag, so on a Redis Cluster the sites spread over the slots;
+each update is one script on one key. Field: the 8-byte line hash; value: when the site last
+saw it (4 bytes, the site's CLOCK then), then the 4-byte identities of up to LINE_TITLES
+pages that had it. Every crawler learns into the same hash and reads it back at most every
+REFRESH seconds per site, and forgets the lines the embedded index forgets. (An index
+written before stamps kept its sites under ``<name>:site:{...}``: they are relearned.)
 
 Hosts counted for the mirror rule (nearDupe/mirrors.py) share one hash per index,
 ``{<name>}:hosts`` (the index's own hash tag, as its counter and drop log), each page counted
@@ -34,36 +37,63 @@ logger = logging.getLogger(__name__)
 #: time with what every crawler's pages taught before them.
 REFRESH = 5.0
 
+#: The field of a site's hash that counts the lines it learned: each line's value begins with
+#: the count when it was last seen (4 bytes), so every crawler forgets the same lines, in
+#: the order the embedded index forgets them.
+CLOCK = b"t"
+
 #: KEYS: the site's hash. ARGV: the page's identity (4 bytes), LINE_TITLES, SITE_LINES, then
-#: the page's line hashes. Past SITE_LINES, lines of one page only go first (sampled).
+#: the page's line hashes. Each line is stamped with the site's clock as it is seen; past
+#: SITE_LINES, the lines of one page only go first, then any, least recently seen first
+#: (sitetemplate.py, store/sites.evict).
 LUA_LEARN = """
 local key, id = KEYS[1], ARGV[1]
 local titles, cap = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = redis.call('HINCRBY', key, 't', #ARGV - 3)
+local first = now - (#ARGV - 3)
 for i = 4, #ARGV do
   local line = ARGV[i]
   local v = redis.call('HGET', key, line)
-  if not v then
-    redis.call('HSET', key, line, id)
-  elseif #v < 4 * titles then
+  local ids = v and string.sub(v, 5) or ''
+  if #ids < 4 * titles then
     local seen = false
-    for j = 1, #v, 4 do
-      if string.sub(v, j, j + 3) == id then seen = true break end
+    for j = 1, #ids, 4 do
+      if string.sub(ids, j, j + 3) == id then seen = true break end
     end
-    if not seen then redis.call('HSET', key, line, v .. id) end
+    if not seen then ids = ids .. id end
   end
+  redis.call('HSET', key, line, struct.pack('>I4', (first + i - 4) % 4294967296) .. ids)
 end
-local excess = redis.call('HLEN', key) - cap
-while excess > 0 do
-  local sample = redis.call('HRANDFIELD', key, math.min(2 * excess, 512), 'WITHVALUES')
-  local once = {}
-  for j = 1, #sample, 2 do
-    if #sample[j + 1] <= 4 then once[#once + 1] = sample[j] end
+local excess = redis.call('HLEN', key) - 1 - cap
+if excess > 0 then
+  local all = redis.call('HGETALL', key)
+  local once, any = {}, {}
+  for j = 1, #all, 2 do
+    if all[j] ~= 't' then
+      local age = (struct.unpack('>I4', all[j + 1]) - now) % 4294967296
+      local entry = {age, all[j]}
+      any[#any + 1] = entry
+      if #all[j + 1] <= 8 then once[#once + 1] = entry end
+    end
   end
-  if #once == 0 then
-    for j = 1, #sample, 2 do once[#once + 1] = sample[j] end
+  local function older(a, b) return a[1] < b[1] end
+  table.sort(once, older)
+  local gone = {}
+  for j = 1, math.min(#once, excess) do
+    redis.call('HDEL', key, once[j][2])
+    gone[once[j][2]] = true
   end
-  for j = 1, math.min(#once, excess) do redis.call('HDEL', key, once[j]) end
-  excess = redis.call('HLEN', key) - cap
+  excess = excess - math.min(#once, excess)
+  if excess > 0 then
+    table.sort(any, older)
+    for j = 1, #any do
+      if excess == 0 then break end
+      if not gone[any[j][2]] then
+        redis.call('HDEL', key, any[j][2])
+        excess = excess - 1
+      end
+    end
+  end
 end
 return 1
 """
@@ -87,7 +117,20 @@ return false
 
 
 def _titles(value: bytes) -> tuple[int, ...]:
-    return tuple(int.from_bytes(value[i : i + 4], "big") for i in range(0, len(value) - 3, 4))
+    """The page identities of a line's value (after its 4-byte stamp)."""
+    return tuple(int.from_bytes(value[i : i + 4], "big") for i in range(4, len(value) - 3, 4))
+
+
+def _book(raw: dict[bytes, bytes]) -> dict[int, tuple[int, ...]]:
+    """A site's lines as read from its hash, least recently seen first (as the embedded
+    index keeps them; the stamps count modulo 2**32 from the site's clock)."""
+    clock = int(raw.get(CLOCK, b"0"))
+    stamped = [
+        ((int.from_bytes(value[:4], "big") - clock) % 2**32, field, value)
+        for field, value in raw.items()
+        if len(field) == 8
+    ]
+    return {int.from_bytes(field, "big"): _titles(value) for _, field, value in sorted(stamped)}
 
 
 class RedisSites:
@@ -106,7 +149,7 @@ class RedisSites:
 
     def key(self, host: str) -> str:
         """The Redis key of a site."""
-        return f"{self.name}:site:{{{xxh3_64_hexdigest(host.encode('utf-8', 'surrogatepass'))}}}"
+        return f"{self.name}:lines:{{{xxh3_64_hexdigest(host.encode('utf-8', 'surrogatepass'))}}}"
 
     async def _book(self, host: str) -> dict[int, tuple[int, ...]]:
         cached = self._cache.get(host)
@@ -122,7 +165,7 @@ class RedisSites:
         except Exception as exc:  # the template is an aid: without it the page is judged whole
             logger.debug("nearDupe: site %s not read from Redis: %s", host, exc)
             return cached[1] if cached is not None else {}
-        book = {int.from_bytes(line, "big"): _titles(value) for line, value in raw.items()}
+        book = _book(raw)
         self._cache[host] = (time.monotonic(), book)
         while len(self._cache) > CACHED_SITES:
             self._cache.popitem(last=False)
