@@ -114,7 +114,7 @@ async def main() -> None:
             rows.append((name, store, learn, read))
         embedded.index.commit()
         blob = embedded.index._db.execute("SELECT SUM(LENGTH(lines)) FROM sites").fetchone()
-        disk = blob[0] / len(names)
+        disk = blob[0] / len(names)  # per memory
         memory = [
             await redis.client.memory_usage(redis.sites.key(site), samples=0)
             for site in names[:200]
@@ -148,8 +148,9 @@ async def main() -> None:
             f"the site's template travels to it as {len(pickle.dumps(template)) / 1024:.1f} "
             f"KB. 10^5 such hosts: {disk * len(names) / args.sites * 1e5 / 2**30:.1f} GiB on "
             f"disk, {statistics.mean(memory) * len(names) / args.sites * 1e5 / 2**30:.1f} GiB "
-            f"in Redis; a host's bound ({HOST_TEMPLATES} full memories): "
-            f"{HOST_TEMPLATES * SITE_LINES * 20 / 2**20:.1f} MB of lines on disk."
+            f"in Redis. A host's bound ({HOST_TEMPLATES} memories) when they are full: "
+            f"{HOST_TEMPLATES * disk / 2**20:.1f} MB on disk, "
+            f"{HOST_TEMPLATES * statistics.mean(memory) / 2**20:.1f} MB in Redis."
         )
         await embedded.close()
         await redis.close()

@@ -44,7 +44,7 @@ LINE_TITLES = max(TEMPLATE_PAGES + 1, HEADING_PAGES)
 #: Lines remembered per site: a site's template is tens of lines, the rest are its stories'
 #: own lines, seen once and evicted first, so ~6 stories' worth is enough to learn from (the
 #: held-out crawl, seed 1, is the same with 256, 512 or 1,024); the site travels to a worker
-#: with each page (3.8 KB) and costs 4 KB on disk, 5 KB in Redis when full (site_bench.py).
+#: with each page (3.8 KB) and costs 4 KB on disk, 6 KB in Redis when full (site_bench.py).
 SITE_LINES = 256
 #: Lines of one page that are counted: a page of more lines is a listing or a dump.
 PAGE_LINES = 400

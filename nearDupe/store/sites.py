@@ -1,10 +1,12 @@
 """What a store remembers of each site's lines (see nearDupe/sitetemplate.py), within bounds.
 
-Per site (host), line hash -> the identities of up to LINE_TITLES pages that had it, for at
-most SITE_LINES lines: past that, lines seen on one page only go first (the oldest here; any
-of them in Redis), so a site costs at most SITE_LINES x 16 B on disk (a crawl of 10^5 sites:
-at most 0.4 GiB, far less when sites are small) and the embedded index keeps at most
-CACHED_SITES of them in memory.
+Per site (host and template, sitetemplate.site_memory), line hash -> the identities of up to
+LINE_TITLES pages that had it, least recently seen first, for at most SITE_LINES lines: past
+that, lines seen on one page only go first, then any, the least recently seen first (Redis
+forgets the same ones, store/redis_sites.py), so a site costs at most SITE_LINES x 16 B on
+disk (a host at most HOST_TEMPLATES sites; a crawl of 10^5 hosts of one template: at most
+0.4 GiB, far less when sites are small) and the embedded index keeps at most CACHED_SITES of
+them in memory.
 
 Per host, too, a row counting its first decided pages for the mirror rule (nearDupe/mirrors.py):
 how many, how many copied each other host (emptied once decided), and the host it mirrors.
@@ -44,7 +46,8 @@ def learned(
 
 
 def evict(book: dict[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
-    """At most SITE_LINES lines: those seen on one page only go first, oldest first."""
+    """At most SITE_LINES lines: those seen on one page only go first, then any, the least
+    recently seen first."""
     excess = len(book) - SITE_LINES
     if excess <= 0:
         return book
