@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from nearDupe.analysis import analyze_extracted, analyze_html, analyze_page, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.sitetemplate import (
@@ -21,6 +24,7 @@ from nearDupe.sitetemplate import (
 )
 from nearDupe.store.sites import learned
 from nearDupe.text import extract_main_text
+from nearDupe.textlines import SPACE, dense_length
 from tests.template_sites import essay_page
 
 #: Made-up class names.
@@ -298,3 +302,10 @@ def test_a_heading_on_the_sites_other_pages_is_its_name_not_a_headline() -> None
     numbered = "<title>Story {0} | The Ledger</title><h1>Story {0}</h1>"
     for n in range(5):
         assert story(numbered.format(n)) == identity_of(f"Story {n}", "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000ab新")))
+def test_dense_length_counts_what_the_space_pattern_leaves(text: str) -> None:
+    """Every character but a space counts, a line break included."""
+    assert dense_length(text) == max(len(SPACE.sub("", text)), 1)
