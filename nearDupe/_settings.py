@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any
@@ -15,7 +16,7 @@ from nearDupe.designs import Design, known_designs
 from nearDupe.errors import SettingsError
 from nearDupe.features import FeatureSettings
 from nearDupe.mirrors import MirrorRule
-from nearDupe.store import is_redis_url, public_location, recrawl
+from nearDupe.store import REDIS_SCHEMES, is_redis_url, public_location, recrawl
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
 
 #: Default k, for both backends: the paper's k=3, whose 4-table design answers a lookup from a
@@ -72,6 +73,8 @@ _PREFIX = "NEARDUPE_"
 MAX_K = 63
 #: More worker processes than this is a typo, not a machine.
 MAX_WORKERS = 1024
+#: A location that starts like a URL: unless it is a Redis URL it is a typo, not a directory.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ class Config:
             raise read.error("NEARDUPE_FEATURES", str(exc)) from None
         workers = read.whole("NEARDUPE_WORKERS", 0, MAX_WORKERS, optional=True)
         return cls(
-            index=read.text("NEARDUPE_INDEX") or data_path("neardupe"),
+            index=read.location("NEARDUPE_INDEX") or data_path("neardupe"),
             index_name=read.text("NEARDUPE_INDEX_NAME", optional=False),
             redis_cluster=read.boolean("NEARDUPE_REDIS_CLUSTER"),
             k=k,
@@ -266,6 +269,18 @@ class _Reader:
             raise self.error(name, "expected a string")
         if "\x00" in value:
             raise self.error(name, "expected a string without NUL characters")
+        return value
+
+    def location(self, name: str) -> Any:
+        """A directory path or a Redis URL (None where unset); another URL is refused, shown
+        by its scheme alone so that no credential it holds reaches the log."""
+        value = self.text(name)
+        if value is not None and _URL.match(value) and not is_redis_url(value):
+            scheme = value.split("://", 1)[0]
+            redis = ", ".join(REDIS_SCHEMES)
+            raise SettingsError(
+                f"{name} = '{scheme}://…': expected a directory or a Redis URL ({redis})"
+            )
         return value
 
     def choice(self, name: str, allowed: tuple[str, ...]) -> str:

@@ -43,6 +43,16 @@ def test_a_wrong_setting_names_itself_its_value_and_what_is_allowed(
     assert allowed in message, message
 
 
+@pytest.mark.parametrize("index", ["http://x/", "https://user:secret@redis.example/0", "s3://b/i"])
+def test_an_index_url_naming_no_redis_is_refused_without_its_credentials(index: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Config.from_settings(Settings({"NEARDUPE_INDEX": index}))
+    message = str(raised.value)
+    assert message.startswith("NEARDUPE_INDEX = '"), message
+    assert "expected a directory or a Redis URL (redis://" in message, message
+    assert "secret" not in message and "user" not in message, message
+
+
 def test_settings_of_the_right_type_from_the_command_line_are_read() -> None:
     config = Config.from_settings(
         Settings(
