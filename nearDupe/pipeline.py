@@ -69,8 +69,23 @@ class NearDupePipeline:
         """Build from the crawler's shared state and open the index (NotConfigured when
         disabled; CrawlRefused when the index cannot be used)."""
         pipeline = cls(crawler, CrawlState.of(crawler))
+        pipeline._open_report()
         pipeline._open_store()
         return pipeline
+
+    def _open_report(self) -> None:
+        """Open NEARDUPE_REPORT before the crawl starts: a file that cannot be written (a
+        directory, no permission) refuses the crawl rather than lose its decisions."""
+        if not self.config.report:
+            return
+        try:
+            self.report = ReportWriter(self.config.report)
+        except OSError as exc:
+            raise refuse(
+                "nearDupe cannot write its report %s (%s); the crawl does not start",
+                self.config.report,
+                exc.strerror or exc,
+            ) from None
 
     def _open_store(self) -> None:
         """Open the index before the crawl starts. One that cannot be used (corrupt, locked,
@@ -95,11 +110,9 @@ class NearDupePipeline:
         self._state.store = self.store
 
     async def open_spider(self) -> None:
-        """Load the pages an earlier crawl could not record, open the report."""
+        """Load the pages an earlier crawl could not record."""
         assert self.store is not None
         self._backlog.load_earlier(self.config.index_name)
-        if self.config.report:
-            self.report = ReportWriter(self.config.report)
         if self.config.gc_freeze:
             gcfreeze.freeze()
             self._frozen = True

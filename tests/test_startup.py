@@ -114,6 +114,19 @@ def test_an_unreachable_redis_refuses_the_crawl(tmp_path: Path) -> None:
     assert "is unreachable" in refusal and "NEARDUPE_START_WITHOUT_INDEX" in refusal, refusal
 
 
+def test_a_report_that_cannot_be_written_refuses_the_crawl(tmp_path: Path) -> None:
+    pages, _ = build_site()
+    with MockServer(pages) as server:
+        result = run_crawl(
+            tmp_path,
+            ["crawl", "pages", "-a", f"start_url={server.url}/"],
+            {"NEARDUPE_REPORT": str(tmp_path)},  # a directory
+        )
+    assert_refused_at_start(result)
+    refusal = next(ln for ln in result.log.splitlines() if "the crawl does not start" in ln)
+    assert f"cannot write its report {tmp_path} (Is a directory)" in refusal, refusal
+
+
 def test_a_crawl_started_without_its_index_on_purpose_keeps_its_items(tmp_path: Path) -> None:
     pages, _ = build_site()
     index = f"redis://127.0.0.1:{free_port()}/0"
