@@ -61,8 +61,8 @@ class NearDupePipeline:
         self._backlog = Backlog(pending_path(self.config.index, self.config.index_name))
         self._down_until = 0.0
         self._frozen = False
-        # Item classes that lack NEARDUPE_TEXT_ITEM_FIELD (warned about once each).
-        self._without_text_field: set[type] = set()
+        # (setting, item class) pairs already warned about: a field the class lacks.
+        self._warned: set[tuple[str, type]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupePipeline:
@@ -185,7 +185,7 @@ class NearDupePipeline:
         if not url and adapter is not None:
             url = str(adapter.get("url") or "")
         if self.config.text_field:
-            analysis = await self._analyze_field(adapter, analysis)
+            analysis = await self._analyze_field(self.config.text_field, adapter, analysis)
         if analysis is None:
             return Decision(url, "skipped", reason="no-page"), None
         if analysis.recheck is None:
@@ -213,15 +213,23 @@ class NearDupePipeline:
         try:
             adapter[field] = text
         except KeyError:
-            kind = type(item)
-            if kind not in self._without_text_field:
-                self._without_text_field.add(kind)
-                logger.warning(
-                    "nearDupe: %s items have no field %r (NEARDUPE_TEXT_ITEM_FIELD); their "
-                    "page's main text is not added to them",
-                    kind.__qualname__,
-                    field,
-                )
+            self._warn_once(
+                "NEARDUPE_TEXT_ITEM_FIELD", field, item, "their page's main text is not added"
+            )
+
+    def _warn_once(self, setting: str, field: str, item: Any, consequence: str) -> None:
+        """One WARNING per item class without text in the ``field`` that ``setting`` names."""
+        kind = type(item)
+        if (setting, kind) in self._warned:
+            return
+        self._warned.add((setting, kind))
+        logger.warning(
+            "nearDupe: %s items have no text in field %r (%s); %s",
+            kind.__qualname__,
+            field,
+            setting,
+            consequence,
+        )
 
     async def _judge(self, url: str, analysis: Analysis) -> Decision:
         """The decision for a page's analysis: skipped unless fingerprinted, else the index's."""
@@ -309,10 +317,19 @@ class NearDupePipeline:
         return analysis.redone(again)
 
     async def _analyze_field(
-        self, adapter: ItemAdapter | None, page: Analysis | None
+        self, field: str, adapter: ItemAdapter | None, page: Analysis | None
     ) -> Analysis | None:
-        text = adapter.get(self.config.text_field) if adapter is not None else None
+        text = adapter.get(field) if adapter is not None else None
         if not isinstance(text, str):
+            if adapter is not None:
+                self._warn_once(
+                    "NEARDUPE_TEXT_FIELD",
+                    field,
+                    adapter.item,
+                    "they are decided by their page"
+                    if page is not None
+                    else "they are kept unchecked (no-text-field)",
+                )
             return page if page is not None else Analysis(None, "no-text-field")
         if len(text) > self.config.max_html_chars:
             self.stats.inc_value("neardupe/items/truncated")
@@ -329,7 +346,7 @@ class NearDupePipeline:
         except AnalysisTimeout:
             return Analysis(None, "too-slow")
         except Exception:
-            logger.exception("nearDupe could not analyse an item's %s", self.config.text_field)
+            logger.exception("nearDupe could not analyse an item's %s", field)
             return Analysis(None, "analysis-error")
         # Items of one response share its decision; an item from no response is a page itself.
         if page is None:

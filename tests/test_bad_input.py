@@ -272,6 +272,8 @@ def test_odd_items_in_text_field_mode(tmp_path: Path) -> None:
     assert copies == ["dropped", "dropped", "dropped", "kept"]
     assert result.stats["neardupe/items/truncated"] == 1
     assert len(result.items) == 17 - 3
+    unchecked = "have no text in field 'text' (NEARDUPE_TEXT_FIELD); they are kept unchecked"
+    assert result.log.count(unchecked) == 3, "one warning per item class: dict, Story, Note"
 
 
 def _start_on_index(tmp_path: Path, index: Path | str, settings: dict[str, Any] | None = None):

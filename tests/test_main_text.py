@@ -145,8 +145,8 @@ def test_pipeline_gives_kept_items_the_text_and_keeps_no_analysis(
     assert "body" not in copy and "body" not in skipped, "dropped and skipped pages: no text"
     warnings = [r.getMessage() for r in caplog.records if "NEARDUPE_TEXT_ITEM_FIELD" in r.message]
     assert warnings == [
-        "nearDupe: Note items have no field 'body' (NEARDUPE_TEXT_ITEM_FIELD); "
-        "their page's main text is not added to them"
+        "nearDupe: Note items have no text in field 'body' (NEARDUPE_TEXT_ITEM_FIELD); "
+        "their page's main text is not added"
     ]
     assert all(isinstance(decision, Decision) for decision in pipeline._decided.values())
     assert len(pipeline.links) == 0
@@ -200,4 +200,4 @@ def test_crawl_gives_kept_items_their_pages_main_text(tmp_path: Path) -> None:
     assert set(tiny) == {"dict", "item", "note", "own"}
     assert "body" not in tiny["dict"] and tiny["dict"]["spider_text"] is None
     assert "body" not in tiny["item"]
-    assert result.log.count("Note items have no field 'body'") == 1
+    assert result.log.count("Note items have no text in field 'body'") == 1
