@@ -17,7 +17,6 @@ from scrapy import Selector
 from spiders.demosite.content import SITES, placements
 from spiders.demosite.mirrors import ADDRESSES
 from spiders.demosite.server import DemoSiteServer
-from spiders.spiders.pages import PagesSpider
 from tests import crawl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,8 +188,18 @@ def test_pages_spider_stops_at_max_pages(server, tmp_path: Path) -> None:
     assert all(set(item) == {"url", "title", "text"} for item in items)
 
 
-def test_pages_spider_requires_a_start_url() -> None:
-    with pytest.raises(ValueError, match="start_url"):
-        PagesSpider()
-    with pytest.raises(ValueError, match="max_pages"):
-        PagesSpider(start_url="http://127.0.0.1/", max_pages="0")
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ([], "needs an absolute start URL"),
+        (["-a", "start_url=example.com"], "needs an absolute start URL"),
+        (["-a", "start_url=http://127.0.0.1/", "-a", "max_pages=many"], "got 'many'"),
+        (["-a", "start_url=http://127.0.0.1/", "-a", "max_pages=0"], "got '0'"),
+    ],
+)
+def test_pages_spider_with_wrong_arguments_refuses_in_one_line(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    result = crawl.run_crawl(tmp_path, ["crawl", "pages", *args])
+    crawl.assert_refused_at_start(result)
+    assert said in result.log, result.log[-2000:]

@@ -11,6 +11,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
+from nearDupe.refusal import refuse
 from spiders.common import page_text, page_title, same_host_links
 
 
@@ -25,17 +26,15 @@ class PagesSpider(Spider):
         super().__init__(**kwargs)
         host = urlsplit(start_url or "").hostname
         if not start_url or not host:
-            raise ValueError(
-                "the pages spider needs an absolute start URL: "
-                "scrapy crawl pages -a start_url=https://example.com/"
+            raise refuse(
+                "the pages spider needs an absolute start URL, as in "
+                "scrapy crawl pages -a start_url=https://example.com/; the crawl does not start"
             )
         self.start_url = start_url
         self.host = host
         self.allowed_domains = [host]
         self.link_extractor = LinkExtractor()
-        self.max_pages = int(max_pages) if max_pages is not None else None
-        if self.max_pages is not None and self.max_pages < 1:
-            raise ValueError(f"max_pages must be a positive integer, got {max_pages!r}")
+        self.max_pages = _positive(max_pages)
         self.page_count = 0
 
     async def start(self) -> AsyncIterator[Request]:
@@ -56,3 +55,20 @@ class PagesSpider(Spider):
 
     def _limit_reached(self) -> bool:
         return self.max_pages is not None and self.page_count >= self.max_pages
+
+
+def _positive(max_pages: str | int | None) -> int | None:
+    """``-a max_pages=N`` as a whole number of at least 1 (None where not given)."""
+    if max_pages is None:
+        return None
+    try:
+        number = int(max_pages)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise refuse(
+            "the pages spider's max_pages must be a whole number of at least 1, got %r; "
+            "the crawl does not start",
+            max_pages,
+        )
+    return number
