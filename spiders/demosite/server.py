@@ -126,6 +126,12 @@ class _Server(ThreadingHTTPServer):
         self.routes = routes
 
 
+def _address(server: _Server) -> str:
+    """The server's base URL, e.g. ``http://127.0.0.1:54321`` (an IPv4 socket: str host)."""
+    host, port = server.server_address[:2]
+    return f"http://{host!s}:{port}"
+
+
 class DemoSiteServer:
     """The demo news network (or other ``routes``) on a local port; use as a context manager
     or start()/stop()."""
@@ -146,8 +152,7 @@ class DemoSiteServer:
         """Base URL without a trailing slash, e.g. ``http://127.0.0.1:54321``."""
         if self._httpd is None:
             raise RuntimeError("server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return _address(self._httpd)
 
     def start(self) -> DemoSiteServer:
         """Bind the port and serve from a background thread."""
@@ -194,8 +199,7 @@ def main() -> None:
     parser.add_argument("--edition", type=int, choices=(1, 2), default=1)
     args = parser.parse_args()
     server = _Server((args.host, args.port), build_routes(args.edition))
-    host, port = server.server_address[:2]
-    print(f"Serving the demo news network at http://{host}:{port}/ (Ctrl-C to stop)")
+    print(f"Serving the demo news network at {_address(server)}/ (Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ page."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
@@ -26,7 +26,7 @@ class DemoSpider(Spider):
     allowed_domains = ("127.0.0.1", *ADDRESSES.values())
     # One request at a time: each page is decided before the one after the next is fetched,
     # so the pages a mirror verdict saves are the same in every run.
-    custom_settings: ClassVar[dict[str, Any]] = {
+    custom_settings: dict[Any, Any] | None = {  # noqa: RUF012 (Spider declares it so)
         "NEARDUPE_SKIP_MIRRORS": True,
         "NEARDUPE_FOLLOW_COPIES": False,
         "CONCURRENT_REQUESTS": 1,
