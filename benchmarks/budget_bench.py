@@ -23,7 +23,6 @@ far fetching runs ahead of deciding: ``--delay 0`` is a loopback crawl's worst c
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -38,6 +37,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from _harness import arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -234,9 +235,8 @@ def print_table(title: str, outcomes: dict[str, Outcome], stories: int) -> None:
 
 def main() -> None:
     """Serve the network, crawl it every way on each backend, print the tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, seeds=[1, 2])  # seeds: link structures
     parser.add_argument("--stories", type=int, default=500, help="stories a host")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="link structures")
     parser.add_argument(
         "--backends", nargs="+", choices=["embedded", "redis"], default=["embedded", "redis"]
     )

@@ -16,7 +16,6 @@ F1 per page, averaged over pages), printed as ``wF1``; ``wcxb-all`` is WCXB's wh
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import re
@@ -35,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import data_dir, decode
+from _harness import Column, Table, arguments
 from _quality_cases import site_half
 
 import nearDupe.texttail as texttail_module
@@ -225,7 +225,7 @@ def page_f1(match: tuple[float, float, float]) -> float:
 
 def main() -> None:
     """Print the comparison table (and, with --worst N, the worst pages of our extractor)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--worst", type=int, default=0, help="list our N worst pages per set")
     parser.add_argument("--only", help="evaluate only extractors whose name contains this")
     parser.add_argument(
@@ -238,20 +238,27 @@ def main() -> None:
     cases = load_extraction_cases(half=half, sets=tuple(args.sets.split(",")))
     print(f"{len(cases)} pages from {data_dir()}" + (f", {args.half} half of the sites "
           f"(split {args.seed})" if args.half else ""))  # fmt: skip
-    print(f"{'extractor':<28} {'set':<8} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} "
-          f"{'wF1':>6}  {'median ms':>9} {'mean ms':>8}  worst page (F1)")  # fmt: skip
+    table = Table(
+        Column("extractor", 28),
+        Column("set", 8, left=True),
+        Column("pages", 5, "d"),
+        *(Column(name, 6, ".3f") for name in ("P", "R", "F1", "wF1")),
+        Column("median ms", 9, ".1f"),
+        Column("mean ms", 8, ".1f"),
+        Column("worst page (F1)", 22, left=True),
+    )
+    table.heading()
     chosen = {k: f for k, f in EXTRACTORS.items() if not args.only or args.only in k}
     for name, sets in evaluate(cases, chosen).items():
         for lang, pages in sets.items():
             p, r, f1 = score([x[1] for x in pages])
             worst = min(pages, key=lambda x: page_f1(x[1]))
             times = [x[3] for x in pages]
-            print(
-                f"{name:<28} {lang:<8} {len(pages):5d} {p:6.3f} {r:6.3f} {f1:6.3f} "
-                f"{statistics.mean(x[2] for x in pages):6.3f}  "
-                f"{statistics.median(times):9.1f} {statistics.mean(times):8.1f}  "
-                f"{worst[0][:16]} ({page_f1(worst[1]):.2f})"
-            )
+            table.row(
+                name, lang, len(pages), p, r, f1,
+                statistics.mean(x[2] for x in pages), statistics.median(times),
+                statistics.mean(times), f"{worst[0][:16]} ({page_f1(worst[1]):.2f})",
+            )  # fmt: skip
             if name != next(iter(chosen)):
                 continue
             for page_id, match, wf1, _, pred in sorted(pages, key=lambda x: page_f1(x[1]))[

@@ -8,7 +8,6 @@ Text is read from the shared data directory (never copied into the repo):
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from _data import data_dir
+from _harness import Column, Table, arguments, p50_p99
 
 
 def english_pages(root: Path) -> list[str]:
@@ -130,20 +130,25 @@ def report(name: str, pages: list[str], ms: dict[str, np.ndarray]) -> None:
         f"\n=== {name}: {len(pages)} pages, median {int(np.median(chars)):,} chars "
         f"(mean {int(chars.mean()):,}) ==="
     )
-    print(f"{'stage':<12}{'mean ms':>10}{'median ms':>11}{'p99 ms':>10}{'share':>8}")
+    table = Table(
+        Column("stage", 11),
+        Column("mean ms", 9, ".3f"),
+        Column("median ms", 10, ".3f"),
+        Column("p99 ms", 9, ".3f"),
+        Column("share", 7, ".0%"),
+    )
+    table.heading()
     total = ms["total"].mean()
     for stage, values in ms.items():
-        print(
-            f"{stage:<12}{values.mean():>10.3f}{np.median(values):>11.3f}"
-            f"{np.percentile(values, 99):>10.3f}{values.mean() / total:>8.0%}"
-        )
+        median, p99 = p50_p99(values)
+        table.row(stage, values.mean(), median, p99, values.mean() / total)
     per_kchar = ms["total"].sum() / (chars.sum() / 1000)
     print(f"throughput: {1000 / total:,.0f} pages/s, {per_kchar:.3f} ms per 1,000 chars")
 
 
 def main() -> None:
     """Load the data, measure first-call costs, then each language's stages."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arguments(__doc__)
     ap.add_argument("--limit", type=int, default=0, help="pages per language (0 = all)")
     ap.add_argument("--repeat", type=int, default=3, help="passes per page (fastest kept)")
     args = ap.parse_args()

@@ -19,7 +19,6 @@ an index laid out for that many pages (NEARDUPE_REDIS_PAGES), each shard written
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import random
 import statistics
@@ -31,6 +30,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from _harness import arguments  # noqa: E402
 
 from nearDupe.designs import Design  # noqa: E402
 from nearDupe.shorttext import Sentences  # noqa: E402
@@ -144,11 +145,10 @@ def redis_bytes(n: int, server: RedisServer) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, sizes=[100_000, 1_000_000])
     parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--ops", type=int, default=2_000)
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     args = parser.parse_args()
     print(f"index of {args.pages:,} pages; 70-byte URLs, 20 sentences a page")
     with tempfile.TemporaryDirectory() as tmp, RedisServer(Path(tmp) / "redis") as server:

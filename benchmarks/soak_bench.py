@@ -14,7 +14,6 @@ interval).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import ctypes
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _harness import Column, Table, arguments
 from scrapy.utils.test import get_crawler
 
 from nearDupe.analysis import Analysis
@@ -104,10 +104,16 @@ async def soak(pages: int, every: int, directory: Path) -> None:
     links = pipeline.links
     start, base = time.perf_counter(), rss()
     print(f"start: RSS {base / MB:.1f} MB")
-    print(
-        f"{'pages':>9} {'kept':>8} {'dropped':>8} {'missed':>6} {'pages/s':>8} {'RSS MB':>8} "
-        f"{'trimmed':>8} {'index MB':>8} {'B/fp idx':>8} {'RSS-idx':>8} {'Δ':>6}"
+    table = Table(
+        Column("pages", 9, ",d"),
+        *(Column(name, 8, ",d") for name in ("kept", "dropped")),
+        Column("missed", 6, "d"),
+        Column("pages/s", 8, ",.0f"),
+        *(Column(name, 8, ".1f") for name in ("RSS MB", "trimmed", "index MB", "B/fp idx")),
+        Column("RSS-idx", 8, ".1f"),
+        Column("Δ", 6, "+.1f"),
     )
+    table.heading()
     kept = dropped = missed = 0
     previous = None
     for n, (fp, signature, is_dup) in enumerate(fingerprints(pages, 0.3), 1):
@@ -126,14 +132,12 @@ async def soak(pages: int, every: int, directory: Path) -> None:
             trimmed = rss() if trim() else now
             own = index.nbytes
             rest = (trimmed - own) / MB
-            delta = "" if previous is None else f"{rest - previous:+6.1f}"
+            delta = "" if previous is None else rest - previous
             previous = rest
-            print(
-                f"{n:>9,} {kept:>8,} {dropped:>8,} {missed:>6} {rate:>8,.0f} {now / MB:>8.1f} "
-                f"{trimmed / MB:>8.1f} {own / MB:>8.1f} {own / len(index):>8.1f} {rest:>8.1f} "
-                f"{delta:>6}",
-                flush=True,
-            )
+            table.row(
+                n, kept, dropped, missed, rate, now / MB, trimmed / MB, own / MB,
+                own / len(index), rest, delta,
+            )  # fmt: skip
     await pipeline.close_spider()
     report = directory / "report.jsonl"
     print(
@@ -145,7 +149,7 @@ async def soak(pages: int, every: int, directory: Path) -> None:
 
 def main() -> None:
     """Parse arguments and run the soak in a temporary directory."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--pages", type=int, default=1_000_000)
     parser.add_argument("--every", type=int, default=100_000)
     args = parser.parse_args()
