@@ -3,7 +3,9 @@ its stored header and layout at open."""
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import json
 import logging
 import math
@@ -235,24 +237,28 @@ class Layout:
         mine = self.buckets(fp)
         widths = self.widths
         whole = [values.get(key, b"") for key, _prefix, _record in mine]
-        whole = [v[: len(v) - len(v) % w] for v, w in zip(whole, widths, strict=True)]
         if len(set(widths)) == 1:  # every table's records alike: parsed at once
+            whole = [v[: len(v) - len(v) % widths[0]] for v in whole]
             every = bucket_lows(b"".join(whole), widths[0])
         else:
             every = np.concatenate([bucket_lows(v, w) for v, w in zip(whole, widths, strict=True)])
         counts = [len(v) // w for v, w in zip(whole, widths, strict=True)]
-        table = np.repeat(np.arange(len(mine)), counts)
-        own = np.array([int.from_bytes(r, "big") for _k, _p, r in mine], dtype=np.uint64)
-        distance = np.bitwise_count(every ^ own[table])
-        present = (np.bincount(table[distance == 0], minlength=len(mine)) > 0).tolist()
+        own = [int.from_bytes(r, "big") for _k, _p, r in mine]
+        distance = np.bitwise_count(every ^ np.repeat(np.array(own, dtype=np.uint64), counts))
+        present = [False] * len(mine)
         near = set()
-        for i in np.flatnonzero(distance <= k).tolist():
-            t = int(table[i])
+        ends = list(itertools.accumulate(counts))
+        for i in np.flatnonzero(distance <= max(k, 0)).tolist():
+            t = bisect.bisect_right(ends, i)
+            d = int(distance[i])
+            present[t] = present[t] or d == 0
+            if d > k:
+                continue
             permuted = int(every[i]) | (mine[t][1] << self._tables[t][1])
             original = 0
             for src, dst, mask in self._tables[t][0]:
                 original |= ((permuted >> dst) & mask) << src
-            near.add((int(distance[i]), original))
+            near.add((d, original))
         return sorted(near), present
 
     def page_key(self, fp: int) -> str:

@@ -289,8 +289,13 @@ def bucket_record(low: int, width: int) -> bytes:
 
 
 def bucket_lows(value: bytes, width: int) -> np.ndarray:
-    """The permuted low bits of every fingerprint in a bucket (uint64)."""
-    raw = np.frombuffer(value[: len(value) - len(value) % width], dtype=np.uint8)
-    full = np.zeros((len(raw) // width, 8), dtype=np.uint8)
-    full[:, 8 - width :] = raw.reshape(-1, width)
-    return full.view(">u8").ravel().astype(np.uint64)
+    """The permuted low bits of every fingerprint in a bucket (uint64): each record read as
+    the 8 bytes ending with it (a strided view, the bytes before it masked off)."""
+    n = len(value) // width
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    padded = bytes(8 - width) + value[: n * width]
+    lows = np.ndarray((n,), dtype=">u8", buffer=padded, strides=(width,))
+    if width < 8:
+        return lows & np.uint64((1 << 8 * width) - 1)
+    return lows.astype(np.uint64)
