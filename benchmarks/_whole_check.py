@@ -2,14 +2,15 @@
 pipeline awaits it, for this code and another checkout (``--base``) side by side in one run.
 
 Per size N, an index of N pages (each with a fingerprint and 4 sentences of 130 letters) is
-written straight into SQLite once and opened once to write its snapshots; each side then gets
-a copy and, in a subprocess importing nearDupe from its own checkout, awaits CHECKS calls of
-``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's thread; the side
-``this, inline`` runs them on the event loop, to show what the hop to that thread costs), a third
-each of: new pages (a new fingerprint, and as many new sentence units as that checkout's
-``shorttext.sentences`` keeps of a text of 30 sentences of 130 letters), fingerprint copies
-(a stored or earlier page's fingerprint with 2 bits flipped, its signature and sentences)
-and sentence copies (a new fingerprint, a stored page's 4 sentences). Each await is timed.
+bulk loaded once (``EmbeddedIndex.load``; ``--bulk`` times it beside adds one by one); each
+side then gets a copy and, in a subprocess importing nearDupe from its own checkout, awaits
+CHECKS calls of ``EmbeddedStore.check_and_add`` one after the other (N >= 10^5: the store's
+thread; the side ``this, inline`` runs them on the event loop, to show what the hop to that
+thread costs), a third each of: new pages (a new fingerprint, and as many new sentence units as
+that checkout's ``shorttext.sentences`` keeps of a text of 30 sentences of 130 letters),
+fingerprint copies (a stored or earlier page's fingerprint with 2 bits flipped, its signature
+and sentences) and sentence copies (a new fingerprint, a stored page's 4 sentences). Each await
+is timed.
 
 Two commit intervals: 1 s (the default, at the benchmark's ~10^4 checks/s a commit comes every
 ~10^4 checks) and 0.01 s, which at that rate gives a commit every ~100 checks of ~100 pages: a
@@ -28,9 +29,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # the workers import another checkout's nearDupe, which may lack it
+    from nearDupe.store.embedded_bulk import BulkPages
 
 #: Timed checks per run (after WARMUP untimed ones).
 CHECKS, WARMUP = 10_000, 500
@@ -53,31 +59,97 @@ def _stored(n: int, seed: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
     return fps, hashes
 
 
-def build(path: Path, n: int, seed: int) -> None:
-    """An index of n pages, written into its SQLite, then opened and closed (snapshots)."""
-    from nearDupe.store.base import sketch_of
-    from nearDupe.store.embedded import EmbeddedIndex
-    from nearDupe.store.embedded_sqlite import to_signed
+def chunks(n: int, seed: int) -> Iterator[BulkPages]:
+    """The n stored pages as the bulk load takes them, CHUNK at a time."""
+    from nearDupe.store.embedded_bulk import BulkPages
 
-    EmbeddedIndex(path).close()
-    with sqlite3.connect(path / "pages.sqlite3") as db:
-        for c in range((n + CHUNK - 1) // CHUNK):
-            fps, hashes = _stored(n, seed, c)
-            first = c * CHUNK + 1
-            rows = (
-                (
-                    first + i,
-                    to_signed(fp),
-                    URL.format(first + i),
-                    0.0,
-                    None,
-                    *sketch_of(tuple((h, LETTERS) for h in hs)),
-                    np.array(hs, dtype="<u8").tobytes(),
+    for c in range((n + CHUNK - 1) // CHUNK):
+        fps, hashes = _stored(n, seed, c)
+        first = c * CHUNK + 1
+        yield BulkPages(
+            fps=fps,
+            keys=[URL.format(first + i) for i in range(len(fps))],
+            units=hashes.ravel(),
+            letters=np.full(hashes.size, LETTERS),
+            counts=np.full(len(fps), PER_PAGE),
+        )
+
+
+def build(path: Path, n: int, seed: int) -> float:
+    """An index of n pages, bulk loaded and closed (snapshots); its pages/s."""
+    from nearDupe.store.embedded import EmbeddedIndex
+
+    t = time.perf_counter()
+    with EmbeddedIndex(path) as index:
+        index.load(chunks(n, seed))
+    return n / (time.perf_counter() - t)
+
+
+def bench_bulk(sizes: list[float], one_by_one_cap: int, seed: int = 0) -> None:
+    """Pages/s of a bulk load (EmbeddedIndex.load) beside adds one by one (EmbeddedIndex.add,
+    up to ``one_by_one_cap`` pages), wall and CPU time, then the open and close of the index."""
+    from nearDupe.store.embedded import EmbeddedIndex
+
+    work = Path(tempfile.mkdtemp(prefix="neardupe-bulk-"))
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"pages of {PER_PAGE} sentence units of {LETTERS} letters, {CHUNK:,} a chunk")
+    print(
+        "| stored pages | how | pages/s (wall) | pages/s (CPU of this process) | load / s "
+        "| close (snapshots) s | open s | close s | RSS MB after open |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    try:
+        for size in sizes:
+            n = int(size)
+            hows = ["bulk load", "one by one"] if n <= one_by_one_cap else ["bulk load"]
+            for how in hows:
+                path = work / how.replace(" ", "-")
+                index = EmbeddedIndex(path)
+                t_load = cpu_load = 0.0
+                for pages in chunks(n, seed):  # the pages are made outside the timed part
+                    if how == "one by one":
+                        calls = [
+                            (fp, key, None, tuple((h, LETTERS) for h in units))
+                            for fp, key, units in zip(
+                                pages.fps.tolist(),
+                                pages.keys,
+                                pages.units.reshape(-1, PER_PAGE).tolist(),
+                                strict=True,
+                            )
+                        ]
+                    t, cpu = time.perf_counter(), time.process_time()
+                    if how == "bulk load":
+                        index.load([pages])
+                    else:
+                        for call in calls:
+                            index.add(*call)
+                        index.commit()
+                    t_load += time.perf_counter() - t
+                    cpu_load += time.process_time() - cpu
+                t = time.perf_counter()
+                index.close()
+                t_save = time.perf_counter() - t
+                t = time.perf_counter()
+                index = EmbeddedIndex(path)
+                t_open = time.perf_counter() - t
+                rss = _rss_mb()
+                t = time.perf_counter()
+                index.close()
+                t_close = time.perf_counter() - t
+                print(
+                    f"| {n:.0e} | {how} | {n / t_load:,.0f} | {n / cpu_load:,.0f} "
+                    f"| {os.getloadavg()[0]:.1f} | {t_save:.2f} | {t_open:.2f} | {t_close:.2f} "
+                    f"| {rss:,.0f} |",
+                    flush=True,
                 )
-                for i, (fp, hs) in enumerate(zip(fps.tolist(), hashes.tolist(), strict=True))
-            )
-            db.executemany("INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    EmbeddedIndex(path).close()
+                shutil.rmtree(path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
 def _flip(fp: int, rng: np.random.Generator) -> int:
@@ -258,11 +330,11 @@ def run(
             if not built.exists():
                 building = built.with_name(built.name + ".building")
                 shutil.rmtree(building, ignore_errors=True)
-                t = time.perf_counter()
-                build(building, n, seed)
+                rate = build(building, n, seed)
                 building.rename(built)
-                took = time.perf_counter() - t
-                print(f"(built {n:.0e} pages in {took:.0f} s)", file=sys.stderr)
+                print(
+                    f"(built {n:.0e} pages by a bulk load, {rate:,.0f} pages/s)", file=sys.stderr
+                )
             for interval in intervals or INTERVALS:
                 order = [
                     ("HEAD", base, False),

@@ -3,6 +3,10 @@
 Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
      python benchmarks/index_bench.py --kernels [--sizes 1e4 1e5 1e6 1e7]
      python benchmarks/index_bench.py --whole-check --base DIR [--sizes 1e5 1e6]
+     python benchmarks/index_bench.py --bulk [--sizes 1e5 1e6 1e7]
+
+``--bulk`` times a bulk load (EmbeddedIndex.load) beside adds one by one, in pages/s of wall
+and of CPU time, then the index's open.
 
 ``--whole-check`` times the whole check-and-add through the embedded store (new pages,
 fingerprint copies, sentence copies), this code beside the checkout in DIR (e.g. one made by
@@ -589,6 +593,12 @@ def main() -> None:
     ap.add_argument("--reopen-size", type=float, default=1e6, help="0 to skip")
     ap.add_argument("--no-old", action="store_true", help="only the new default")
     ap.add_argument("--whole-check", action="store_true", help="store's check_and_add only")
+    ap.add_argument(
+        "--bulk", action="store_true", help="bulk load beside adds one by one, then open"
+    )
+    ap.add_argument(
+        "--one-by-one-cap", type=float, default=2e5, help="--bulk: adds one by one up to this"
+    )
     ap.add_argument("--base", type=Path, help="the checkout --whole-check compares with")
     ap.add_argument(
         "--built", type=Path, help="--whole-check keeps its built indexes here, and reuses them"
@@ -603,6 +613,11 @@ def main() -> None:
         if args.base is None:
             ap.error("--whole-check needs --base (e.g. git worktree add /tmp/nd-base HEAD)")
         run(args.sizes, args.base.resolve(), args.built, args.intervals)
+        return
+    if args.bulk:
+        from _whole_check import bench_bulk
+
+        bench_bulk(args.sizes, int(args.one_by_one_cap))
         return
     if args.kernels:
         bench_kernels(args.sizes, args.queries)

@@ -156,6 +156,22 @@ class SampleIndex:
                 return which[:n], found[:n].astype(np.uint64)
             cap = n
 
+    def counts(self, hashes: np.ndarray) -> np.ndarray:
+        """How many entries have the prefix of each of ``hashes``: at least the number of
+        pages recorded under that sentence (vectorised, for many sentences at once)."""
+        query = (np.asarray(hashes, dtype=np.uint64) >> _SHIFT).astype(np.uint32)
+        found = np.zeros(len(query), dtype=np.int64)
+        for run in self._runs:
+            slots = np.repeat(np.arange(SLOTS, dtype=np.uint32), np.diff(run.starts))
+            prefixes = (slots << np.uint32(LOW_BITS)) | run.low
+            del slots
+            found += np.searchsorted(prefixes, query, "right")
+            found -= np.searchsorted(prefixes, query, "left")
+        buffered = np.sort((self._buffer[: self._buffered] >> _SHIFT).astype(np.uint32))
+        found += np.searchsorted(buffered, query, "right")
+        found -= np.searchsorted(buffered, query, "left")
+        return found
+
     def compact(self) -> Run:
         """Merge everything into one run and return it (the form saved to disk)."""
         self.flush()

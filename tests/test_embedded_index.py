@@ -16,8 +16,10 @@ import pytest
 from xxhash import xxh3_64_intdigest
 
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
+from nearDupe.shorttext import Sentences
 from nearDupe.store.base import IndexHeader, Match
 from nearDupe.store.embedded import EmbeddedIndex, to_signed, to_unsigned
+from nearDupe.store.embedded_bulk import BulkPages
 
 REBUILD = "Rebuilding the tables"
 
@@ -480,3 +482,72 @@ def test_a_damaged_file_left_open_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IndexFileError, match=r"pages\.sqlite3 is unusable") as info:
         EmbeddedIndex(tmp_path)
     assert str(tmp_path) in str(info.value)
+
+
+def _mixed_pages(n: int, seed: int) -> list[tuple[int, str, int | None, Sentences]]:
+    """Pages of every kind a load holds: long and short, without sentences or a signature,
+    and sentences shared by more pages than SENTENCE_HOLDERS (so some become crowded)."""
+    rng = np.random.default_rng(seed)
+    stock = rng.integers(0, 2**64, 3, dtype=np.uint64).tolist()  # low: in every looked-up set
+    stock = [h >> 8 for h in stock]
+    pages = []
+    for i in range(n):
+        fp, sig = rng.integers(0, 2**64, 2, dtype=np.uint64).tolist()
+        units = [
+            (h, int(rng.integers(8, 200)))
+            for h in rng.integers(0, 2**64, i % 40, dtype=np.uint64).tolist()
+        ]
+        if i % 3 == 0:
+            units += [(stock[i % len(stock)], 50)]
+        pages.append(
+            (fp, f"https://example.com/{seed}/{i}", None if i % 7 == 0 else sig, tuple(units))
+        )
+    return pages
+
+
+def _bulk(pages: list[tuple[int, str, int | None, Sentences]], ordered: bool) -> BulkPages:
+    """The pages as numpy arrays; ``ordered``: each page's units sorted, as most callers
+    give them."""
+    units = [u for *_, sentences in pages for u in (sorted(sentences) if ordered else sentences)]
+    return BulkPages(
+        fps=np.array([fp for fp, *_ in pages], dtype=np.uint64),
+        keys=[key for _, key, *_ in pages],
+        units=np.array([h for h, _ in units], dtype=np.uint64),
+        letters=np.array([n for _, n in units], dtype=np.int64),
+        counts=np.array([len(s) for *_, s in pages], dtype=np.int64),
+        signatures=np.array([sig or 0 for _, _, sig, _ in pages], dtype=np.uint64),
+    )
+
+
+def _stored_rows(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path / "pages.sqlite3") as db:
+        return db.execute(
+            "SELECT id, fp, key, sig, letters, sketched, tails, sample FROM pages ORDER BY id"
+        ).fetchall()
+
+
+def test_a_bulk_load_stores_and_answers_as_adds_one_by_one(tmp_path: Path) -> None:
+    before, loaded = _mixed_pages(300, 1), _mixed_pages(900, 2)
+    loaded = [(fp, key, sig or 0, s) for fp, key, sig, s in loaded]  # 0: a signature too
+    one, bulk = tmp_path / "one", tmp_path / "bulk"
+    with EmbeddedIndex(one) as index:
+        for fp, key, sig, sentences in before + loaded:
+            index.add(fp, key, sig, sentences)
+    with EmbeddedIndex(bulk) as index:
+        for fp, key, sig, sentences in before:
+            index.add(fp, key, sig, sentences)
+        assert index.load([_bulk(loaded[:400], True), _bulk(loaded[400:], False)]) == 900
+        assert len(index) == 1200
+    assert _stored_rows(one) == _stored_rows(bulk)
+    crowded = [row for row in _stored_rows(one) if row[7] is not None and len(row[7]) // 8 < 4]
+    assert crowded  # the load crowded some pages' stock sentence out of their sample
+    probes = _mixed_pages(300, 3) + [
+        (fp ^ 5, f"https://copy.example.org/{i}", sig, s)
+        for i, (fp, _, sig, s) in enumerate(before + loaded)
+    ]
+    answers = []
+    for path in (one, bulk):
+        with EmbeddedIndex(path) as index:
+            answers.append([index.check_and_add(fp, key, sig, s) for fp, key, sig, s in probes])
+    assert answers[0] == answers[1]
+    assert sum(a is not None for a in answers[0]) > len(before + loaded) // 2

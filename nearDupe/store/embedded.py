@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 from collections import ChainMap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +41,14 @@ from typing import Any, TypeVar
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
 from nearDupe.shorttext import Sentences
-from nearDupe.store import droplog, embedded_files, embedded_sample, embedded_sqlite, recrawl
+from nearDupe.store import (
+    droplog,
+    embedded_bulk,
+    embedded_files,
+    embedded_sample,
+    embedded_sqlite,
+    recrawl,
+)
 from nearDupe.store.base import (
     Holder,
     IndexHeader,
@@ -52,9 +59,10 @@ from nearDupe.store.base import (
     storable_key,
     url_hash,
 )
+from nearDupe.store.embedded_bulk import BulkPages
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
-from nearDupe.store.embedded_unsaved import UnsavedPages
+from nearDupe.store.embedded_unsaved import INSERT_PAGES, UnsavedPages
 from nearDupe.store.sites import SqliteSites
 
 logger = logging.getLogger(__name__)
@@ -246,6 +254,45 @@ class EmbeddedIndex:
             holders = self._holders(sentences) if sentences else []
             self._add(fp, key, signature, sentences, holders)
         self._commit_if_due()
+
+    def load(self, chunks: Iterable[BulkPages]) -> int:
+        """Record every page of ``chunks`` unconditionally, as :meth:`add` would one by one
+        (the same rows and samples); returns their number. Each chunk is committed in one
+        transaction and merged into the tables and the sentence sample as one sorted run (the
+        snapshots are written at close). A load that starts with a chunk as large as the index
+        builds SQLite's index of fingerprints once, at its end (a crash before: at the next
+        open)."""
+        self.commit()  # the pages added before come first, and their holders are committed
+        db = self._writer
+        if db is None:
+            raise sqlite3.ProgrammingError("the index is closed")
+        loaded = 0
+        with self._commit_lock, self._lock:
+            try:
+                for pages in chunks:
+                    if not loaded and len(pages) >= len(self):
+                        embedded_sqlite.drop_fp_index(db)
+                    self._load(db, pages)
+                    loaded += len(pages)
+            finally:
+                embedded_sqlite.create_fp_index(db)
+        return loaded
+
+    def _load(self, db: sqlite3.Connection, pages: BulkPages) -> None:
+        """Commit one chunk of :meth:`load`, then add it to the tables and the sample."""
+        first_id = self._next_id
+        rows, ids, hashes = embedded_bulk.rows(self._db, self.sample, pages, first_id)
+        try:
+            db.executemany(INSERT_PAGES, rows)
+            db.commit()
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.rollback()
+            raise
+        del rows
+        self.index.add_many(pages.fps)
+        self.sample.add_many(ids, hashes)
+        self._next_id = first_id + len(pages)
 
     def _add(
         self,

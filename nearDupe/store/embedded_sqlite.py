@@ -26,6 +26,22 @@ DB = "pages.sqlite3"
 IN_USE = "in_use"
 
 
+#: SQLite's index of the pages by fingerprint (the keys of a match are read by it).
+_FP_INDEX = "CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp)"
+
+
+def drop_fp_index(db: sqlite3.Connection) -> None:
+    """Drop the index of the pages by fingerprint (a bulk load builds it again at its end)."""
+    db.execute("DROP INDEX IF EXISTS pages_fp")
+    db.commit()
+
+
+def create_fp_index(db: sqlite3.Connection) -> None:
+    """Build the index of the pages by fingerprint, if it is missing."""
+    db.execute(_FP_INDEX)
+    db.commit()
+
+
 def to_signed(fp: int) -> int:
     """A uint64 fingerprint as SQLite's signed 64-bit INTEGER."""
     return fp - (1 << 64) if fp >= _SIGN else fp
@@ -51,11 +67,12 @@ def connect(path: Path) -> sqlite3.Connection:
                 id INTEGER PRIMARY KEY, fp INTEGER NOT NULL, key TEXT NOT NULL,
                 added REAL NOT NULL, sig INTEGER, letters INTEGER, sketched INTEGER,
                 tails BLOB, sample BLOB);
-            CREATE INDEX IF NOT EXISTS pages_fp ON pages(fp);
             CREATE TABLE IF NOT EXISTS urls (
                 hash INTEGER PRIMARY KEY, page INTEGER NOT NULL, first REAL NOT NULL,
                 changed REAL, body INTEGER);
             """
+            + _FP_INDEX
+            + ";"
             + droplog.SCHEMA
         )
         _check_after_crash(db, db_path)

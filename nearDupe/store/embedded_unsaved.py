@@ -6,10 +6,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Container
 
 from nearDupe.shorttext import Sentences
 from nearDupe.store import droplog
-from nearDupe.store.base import SENTENCE_HOLDERS, Holder, recorded, sketch_of
+from nearDupe.store.base import SENTENCE_HOLDERS, Holder, Sketch, recorded, sketch_of
 from nearDupe.store.embedded_sample import Sampled, pack
 from nearDupe.store.embedded_sqlite import to_signed
 
@@ -22,6 +23,31 @@ PageRow = tuple[
 #: the id of its newest page, when it was first stored and last changed (None: never), the
 #: signed exact key of that page's response (None: unknown).
 UrlRow = tuple[int, int, float, float | None, int | None]
+#: The statement inserting a PageRow.
+INSERT_PAGES = (
+    "INSERT INTO pages (id, fp, key, added, sig, letters, sketched, tails, sample) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def page_row(
+    page_id: int,
+    fp: int,
+    key: str,
+    signature: int | None,
+    sentences: Sentences,
+    crowded: Container[int],
+    added: float,
+) -> tuple[PageRow, Sketch | None, tuple[int, ...]]:
+    """A page's row as a commit inserts it, its sketch, and the hashes of the sentences it
+    is recorded under (base.recorded, none of them ``crowded``)."""
+    sig = None if signature is None else to_signed(signature)
+    row = (page_id, to_signed(fp), key, added, sig)
+    if not sentences:  # a page without sentences stores no sketch
+        return (*row, None, None, None, None), None, ()
+    hashes = tuple(h for h, _ in recorded(sentences, crowded))
+    sketch = sketch_of(sentences)
+    return (*row, *sketch, pack(hashes)), sketch, hashes
 
 
 class UnsavedPages:
@@ -52,20 +78,16 @@ class UnsavedPages:
     ) -> tuple[int, ...]:
         """Hold a page, and return the hashes of the sentences it is recorded under (see
         base.recorded; the ``holders`` are the pages stored with its sentences)."""
-        sig = None if signature is None else to_signed(signature)
         held = Counter(holder.sentence for holder in holders)
-        sample = recorded(sentences, {s for s, n in held.items() if n >= SENTENCE_HOLDERS})
-        hashes = tuple(h for h, _ in sample)
-        row = (page_id, to_signed(fp), key, time.time(), sig)
-        if not sentences:  # a page without sentences stores no sketch
-            self.pages.append((*row, None, None, None, None))
-        else:
-            sketch = sketch_of(sentences)
-            self.pages.append((*row, *sketch, pack(hashes)))
-            if hashes:
-                self.samples[page_id] = Sampled(key, fp, sketch, frozenset(hashes))
-        self.by_id[page_id] = self.pages[-1]
-        self.by_fp.setdefault(to_signed(fp), []).append((key, sig))
+        crowded = {s for s, n in held.items() if n >= SENTENCE_HOLDERS}
+        row, sketch, hashes = page_row(
+            page_id, fp, key, signature, sentences, crowded, time.time()
+        )
+        self.pages.append(row)
+        if sketch is not None and hashes:
+            self.samples[page_id] = Sampled(key, fp, sketch, frozenset(hashes))
+        self.by_id[page_id] = row
+        self.by_fp.setdefault(row[1], []).append((key, row[4]))
         return hashes
 
     def claim(self, url: int, page_id: int, first: float | None, body: int | None) -> None:
@@ -79,11 +101,7 @@ class UnsavedPages:
 
     def write(self, db: sqlite3.Connection) -> None:
         """Insert everything held into ``db``, uncommitted (it is still held: see clear)."""
-        db.executemany(
-            "INSERT INTO pages (id, fp, key, added, sig, letters, sketched, tails, sample) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self.pages,
-        )
+        db.executemany(INSERT_PAGES, self.pages)
         db.executemany("INSERT OR REPLACE INTO urls VALUES (?, ?, ?, ?, ?)", self.urls.values())
         droplog.insert(db, self.drops)
 
