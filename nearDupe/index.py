@@ -30,6 +30,12 @@ _MAX_RUN = 2**32 - 1
 Rows = tuple[np.ndarray, ...]
 
 
+def directory_bits(design: Design, n: int) -> int:
+    """The top bits a run of n rows has a directory slot for."""
+    prefix = min(t.prefix_bits for t in design.tables)
+    return max(0, min(prefix, n.bit_length() - _ROWS_PER_SLOT_BITS, _MAX_DIRECTORY_BITS))
+
+
 @dataclass(frozen=True)
 class Run:
     """Sorted permuted fingerprints, one row per table, with a directory on the top bits."""
@@ -42,23 +48,23 @@ class Run:
     rows: Any
 
     @classmethod
-    def build(cls, design: Design, keys: Rows, kern: ModuleType) -> Run:
-        """Wrap sorted rows, adding a directory of about n/8 entries per table (<= 0.5 B/fp);
-        ``kern``: the kernel module that will query it."""
+    def build(
+        cls, design: Design, keys: Rows, kern: ModuleType, dirs: np.ndarray | None = None
+    ) -> Run:
+        """Wrap sorted rows, adding a directory of about n/8 entries per table (<= 0.5 B/fp),
+        or the ``dirs`` saved with them (checked for shape only); ``kern``: the kernel module
+        that will query it."""
         n = len(keys[0])
         if n > _MAX_RUN:
             raise ValueError(f"a run holds at most {_MAX_RUN} fingerprints, not {n}")
-        bits = max(
-            0,
-            min(
-                min(t.prefix_bits for t in design.tables),
-                n.bit_length() - _ROWS_PER_SLOT_BITS,
-                _MAX_DIRECTORY_BITS,
-            ),
-        )
-        dirs = np.empty((len(keys), (1 << bits) + 1), dtype=np.uint32)
-        for row, out in zip(keys, dirs, strict=True):
-            kern.directory(row, bits, out)
+        bits = directory_bits(design, n)
+        shape = (len(keys), (1 << bits) + 1)
+        if dirs is None:
+            dirs = np.empty(shape, dtype=np.uint32)
+            for row, out in zip(keys, dirs, strict=True):
+                kern.directory(row, bits, out)
+        elif dirs.shape != shape or dirs.dtype != np.uint32:
+            raise ValueError(f"a directory of {dirs.dtype} {dirs.shape}, expected {shape}")
         return cls(keys, dirs, bits, kern.row_list(keys))
 
     def for_kernels(self, kern: ModuleType) -> Run:
@@ -135,18 +141,29 @@ class BlockIndex:
 
     def compact(self) -> Rows:
         """Merge everything into one run and return its rows (the form saved to disk)."""
+        return self.compact_run()[0]
+
+    def compact_run(self) -> tuple[Rows, np.ndarray]:
+        """Merge everything into one run and return its rows and directory."""
         self.flush()
         if not self._runs:
-            return tuple(np.zeros(0, dtype=np.uint64) for _ in self.design.tables)
+            empty = tuple(np.zeros(0, dtype=np.uint64) for _ in self.design.tables)
+            run = Run.build(self.design, empty, self.kernels)
+            return run.keys, run.dirs
         if len(self._runs) > 1:
             self._merge_last(len(self._runs))
-        return self._runs[0].keys
+        return self._runs[0].keys, self._runs[0].dirs
 
     @classmethod
     def from_run(
-        cls, design: Design, rows: Sequence[np.ndarray] | np.ndarray, **kwargs: int
+        cls,
+        design: Design,
+        rows: Sequence[np.ndarray] | np.ndarray,
+        dirs: np.ndarray | None = None,
+        **kwargs: int,
     ) -> BlockIndex:
-        """An index over the rows made by :meth:`compact` (same design), without re-sorting."""
+        """An index over the rows made by :meth:`compact` (same design), without re-sorting;
+        with the directory :meth:`compact_run` gave with them, without rebuilding it."""
         keys = tuple(np.ascontiguousarray(row) for row in rows)
         shapes = {row.shape for row in keys}
         if len(keys) != len(design.tables) or len(shapes) != 1 or len(next(iter(shapes))) != 1:
@@ -158,7 +175,7 @@ class BlockIndex:
             raise ValueError(f"rows of dtype {keys[0].dtype} do not fit design {design.name}")
         index = cls(design, **kwargs)
         if len(keys[0]):
-            index._runs.append(Run.build(design, keys, index.kernels))
+            index._runs.append(Run.build(design, keys, index.kernels, dirs))
             index._choose_kernels()
         return index
 

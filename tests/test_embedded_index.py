@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import signal
 import sqlite3
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xxhash import xxh3_64_intdigest
+from xxhash import xxh3_64, xxh3_64_intdigest
 
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
 from nearDupe.shorttext import Sentences
@@ -69,8 +70,9 @@ def test_reopen_from_snapshot(tmp_path: Path, caplog: pytest.LogCaptureFixture) 
 def test_snapshot_of_the_joined_array_still_reads(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A snapshot saved whole by np.save (before rows were written one by one) and checked by
-    the one-shot checksum of that time opens without a rebuild."""
+    """A snapshot saved whole by np.save (before rows were written one by one), without its
+    directory and checked by the xxh3 of all its rows (earlier versions), opens without a
+    rebuild."""
     pages = _pages(1500)
     with EmbeddedIndex(tmp_path) as index:
         for fp, key in pages:
@@ -78,11 +80,12 @@ def test_snapshot_of_the_joined_array_still_reads(
     snapshot = tmp_path / "tables.npy"
     keys = np.load(snapshot)
     snapshot.unlink()
+    (tmp_path / "tables-dirs.npy").unlink()
     np.save(snapshot, keys, allow_pickle=False)
-    db = sqlite3.connect(tmp_path / "pages.sqlite3")
-    (stored,) = db.execute("SELECT value FROM meta WHERE name = 'snapshot_xxh3'").fetchone()
-    db.close()
-    assert stored == f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
+    whole = f"{xxh3_64_intdigest(np.ascontiguousarray(keys).data):016x}"
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        db.execute("DELETE FROM meta WHERE name = 'snapshot_spot_xxh3'")
+        db.execute("INSERT INTO meta VALUES ('snapshot_xxh3', ?)", (whole,))
     with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
         assert len(index) == 1500
         _assert_all_found(index, pages[::30])
@@ -211,18 +214,41 @@ def test_corrupt_sqlite_names_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", ["garbage", "truncated", "empty", "wrong-shape", "bit-rot", "missing"]
+    "damage",
+    [
+        "garbage",
+        "truncated",
+        "empty",
+        "wrong-shape",
+        "bit-rot",
+        "missing",
+        "stale",
+        "directory",
+        "no-directory",
+    ],
 )
 def test_bad_snapshot_rebuilt_from_sqlite(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
     pages = _pages(2000)
     with EmbeddedIndex(tmp_path) as index:
-        for fp, key in pages:
+        for fp, key in pages[:1000]:
             index.add(fp, key)
-    snapshot = tmp_path / "tables.npy"
+    snapshot, directory = tmp_path / "tables.npy", tmp_path / "tables-dirs.npy"
+    older = snapshot.read_bytes()
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key in pages[1000:]:
+            index.add(fp, key)
     data = snapshot.read_bytes()
-    if damage == "garbage":
+    if damage == "stale":  # an older close's tables beside this close's directory
+        snapshot.write_bytes(older)
+    elif damage == "directory":  # one slot's offset moved
+        dirs = np.load(directory)
+        dirs[1, 5] += 1
+        np.save(directory, dirs)
+    elif damage == "no-directory":
+        directory.unlink()
+    elif damage == "garbage":
         snapshot.write_bytes(os.urandom(len(data)))
     elif damage == "truncated":
         snapshot.write_bytes(data[: len(data) // 2])
@@ -394,7 +420,9 @@ def test_sample_snapshot_and_the_pages_after_it(
     assert SAMPLE_REBUILD not in caplog.text
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "bit-rot", "stale", "wrong-dtype"])
+@pytest.mark.parametrize(
+    "damage", ["missing", "garbage", "end-rot", "stale", "wrong-dtype", "directory"]
+)
 def test_bad_sample_snapshot_rebuilt_from_sqlite(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
@@ -402,29 +430,57 @@ def test_bad_sample_snapshot_rebuilt_from_sqlite(
     with EmbeddedIndex(tmp_path) as index:
         for fp, key, page in pages[:200]:
             index.add(fp, key, None, page)
-    snapshot = tmp_path / "sample.npz"
-    older = snapshot.read_bytes()
+    ids, directory = tmp_path / "sample-ids.npy", tmp_path / "sample-dir.npy"
+    older = ids.read_bytes()
     with EmbeddedIndex(tmp_path) as index:
         for fp, key, page in pages[200:]:
             index.add(fp, key, None, page)
-    data = snapshot.read_bytes()
+    data = ids.read_bytes()
     if damage == "garbage":
-        snapshot.write_bytes(os.urandom(len(data)))
-    elif damage == "bit-rot":  # same length, an entry's bits flipped (before the zip index)
-        snapshot.write_bytes(
-            data[:-1000] + bytes(b ^ 0xFF for b in data[-1000:-992]) + data[-992:]
-        )
+        ids.write_bytes(os.urandom(len(data)))
+    elif damage == "end-rot":  # same length, the last entry's page id flipped
+        ids.write_bytes(data[:-4] + bytes(b ^ 0xFF for b in data[-4:]))
     elif damage == "stale":  # an older close's file
-        snapshot.write_bytes(older)
+        ids.write_bytes(older)
     elif damage == "wrong-dtype":
-        with open(snapshot, "wb") as f:
-            np.savez(f, starts=np.zeros(3), low=np.zeros(4 * 300), ids=np.zeros(4 * 300))
+        np.save(ids, np.zeros(4 * 300))
+    elif damage == "directory":  # one slot's offset moved
+        starts = np.load(directory)
+        starts[7] += 1
+        np.save(directory, starts)
     else:
-        snapshot.unlink()
+        ids.unlink()
     with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
         assert len(index.sample) == 4 * 300
         _assert_found_by_sentences(index, pages[::15])
     assert SAMPLE_REBUILD in caplog.text
+
+
+def test_a_sample_snapshot_of_an_earlier_version_still_reads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sample snapshot saved as one ``sample.npz`` checked by the xxh3 of all its arrays
+    (earlier versions) opens without a rebuild."""
+    pages = _long_pages(200)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages:
+            index.add(fp, key, None, page)
+    arrays = {name: np.load(tmp_path / f"sample-{name}.npy") for name in ("dir", "low", "ids")}
+    for name in arrays:
+        (tmp_path / f"sample-{name}.npy").unlink()
+    with open(tmp_path / "sample.npz", "wb") as f:
+        np.savez(f, starts=arrays["dir"], low=arrays["low"], ids=arrays["ids"])
+    digest = xxh3_64()
+    for array in arrays.values():
+        digest.update(array.data)
+    with sqlite3.connect(tmp_path / "pages.sqlite3") as db:
+        db.execute("DELETE FROM meta WHERE name = 'sample_spot_xxh3'")
+        db.execute("INSERT INTO meta VALUES ('sample_xxh3', ?)", (digest.hexdigest(),))
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index.sample) == 4 * 200
+        _assert_found_by_sentences(index, pages[::10])
+    assert SAMPLE_REBUILD not in caplog.text
+    assert not (tmp_path / "sample.npz").exists()  # replaced at close
 
 
 @pytest.mark.parametrize("committed", [True, False])
@@ -551,3 +607,41 @@ def test_a_bulk_load_stores_and_answers_as_adds_one_by_one(tmp_path: Path) -> No
             answers.append([index.check_and_add(fp, key, sig, s) for fp, key, sig, s in probes])
     assert answers[0] == answers[1]
     assert sum(a is not None for a in answers[0]) > len(before + loaded) // 2
+
+
+def _mapped(array: object) -> bool:
+    """Whether ``array`` is a view of a mapped file."""
+    while isinstance(array, np.ndarray):
+        array = array.base
+    return isinstance(array, memoryview) and isinstance(array.obj, mmap.mmap)
+
+
+def test_snapshots_are_mapped_and_kept_while_no_page_is_added(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An open maps the snapshots it finds (reading no row), and a close after no new page
+    leaves them as they are; a page added makes the close write them again."""
+    pages = _long_pages(400)
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[:300]:
+            index.add(fp, key, None, page)
+    files = [tmp_path / name for name in ("tables.npy", "sample-ids.npy", "sample-low.npy")]
+
+    def stamps() -> list[tuple[int, int]]:
+        return [(f.stat().st_ino, f.stat().st_mtime_ns) for f in files]
+
+    saved = stamps()
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert all(_mapped(row) for row in index.index._runs[0].keys)
+        assert _mapped(index.sample._runs[0].ids)
+        _assert_found_by_sentences(index, pages[:300:20])
+        _assert_all_found(index, [(fp, key) for fp, key, _ in pages[:300:20]])
+    assert stamps() == saved
+    with EmbeddedIndex(tmp_path) as index:
+        for fp, key, page in pages[300:]:
+            index.add(fp, key, None, page)
+    assert all(new != old for new, old in zip(stamps(), saved, strict=True))
+    with caplog.at_level(logging.WARNING), EmbeddedIndex(tmp_path) as index:
+        assert len(index) == 400
+        _assert_found_by_sentences(index, pages[::20])
+    assert "Rebuilding" not in caplog.text

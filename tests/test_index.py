@@ -113,9 +113,13 @@ def test_matches_brute_force(
     assert sorted(index.fingerprints().tolist()) == sorted(stored)
     reopened = BlockIndex.from_run(design, [row.copy() for row in rows])
     assert sorted(reopened.fingerprints().tolist()) == sorted(stored)
+    # and with the directory saved beside the rows, which is then not rebuilt.
+    keys, dirs = index.compact_run()
+    with_dirs = BlockIndex.from_run(design, keys, dirs.copy())
     qs = [near(data, bases + stored, design.k + 1) for _ in range(5)]
     want = [brute(stored, q, design.k) for q in qs]
     assert reopened.query_many(qs) == want
+    assert with_dirs.query_many(qs) == want
     assert [index.query(q) for q in qs] == want
 
 
@@ -212,6 +216,11 @@ def test_bad_k_and_bad_run() -> None:
         BlockIndex.from_run(design, np.zeros((4, 5), dtype=np.int64))
     with pytest.raises(ValueError, match="do not fit"):
         BlockIndex.from_run(design, [np.zeros(n, dtype=np.uint64) for n in (5, 5, 5, 4)])
+    rows = np.zeros((4, 5), dtype=np.uint64)
+    with pytest.raises(ValueError, match="directory"):
+        BlockIndex.from_run(design, rows, np.zeros((4, 3), dtype=np.uint32))
+    with pytest.raises(ValueError, match="directory"):
+        BlockIndex.from_run(design, rows, np.zeros((4, 2), dtype=np.int64))
 
 
 def test_nbytes_per_fingerprint() -> None:

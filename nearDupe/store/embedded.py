@@ -13,8 +13,9 @@ Layout of the index directory:
                   every ``commit_interval`` seconds: a check never waits for one (with
                   ``commit_interval=0`` every page is committed before its check returns).
   tables.npy      the sorted permuted tables of the first ``snapshot_rows`` pages, written on
-                  close; if missing, stale or unreadable the tables are rebuilt from SQLite.
-  sample.npz      the sentence sample index of the first ``sample_rows`` pages, likewise.
+                  close, and ``tables-dirs.npy`` their directory; if missing, stale or
+                  unreadable the tables are rebuilt from SQLite.
+  sample-*.npy    the sentence sample index of the first ``sample_rows`` pages, likewise.
   lock            held (flock) while a process has the index open: one writer at a time.
 
 The SQLite file is read and written by :mod:`nearDupe.store.embedded_sqlite`, the lock and
@@ -98,14 +99,16 @@ class EmbeddedIndex:
         try:
             self._db = embedded_sqlite.connect(self.path)
             embedded_sqlite.check_header(self._db, self.path, self.header)
-            self.index = embedded_files.load_tables(
+            self.index, tables_of = embedded_files.load_tables(
                 self._db, self.path, Design.named(self.header.design)
             )
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
             self.sites = _LockedSites(self._db, self._lock)
             #: The sentences every page is recorded under (base.recorded), by page id.
-            self.sample = embedded_sample.load(self._db, self.path)
+            self.sample, sample_of = embedded_sample.load_counted(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
+            #: The last page the snapshots on disk hold, if they hold every page (else None).
+            self._saved: int | None = last if tables_of == sample_of == last else None
             embedded_sqlite.mark_open(self._db, self.path)
             self._writer = embedded_sqlite.connect_writer(self.path)
         except BaseException:
@@ -430,10 +433,14 @@ class EmbeddedIndex:
                 self._last_commit = time.monotonic()
 
     def save_snapshot(self) -> None:
-        """Write the sorted tables and sentence sample so the next open skips rebuilding them."""
+        """Write the sorted tables and sentence sample so the next open skips rebuilding them
+        (unless the files on disk already hold every page)."""
         self.commit()
+        if self._saved is not None and self._saved == self._next_id - 1:
+            return
         embedded_files.save_snapshot(self._db, self.path, self.index)
         embedded_sample.save_snapshot(self._db, self.path, self.sample)
+        self._saved = self._next_id - 1
 
     def close(self) -> None:
         """Commit, save the snapshot and release the lock."""

@@ -5,10 +5,12 @@ Each page row keeps its sketch (``letters`` of all its sentences, ``sketched`` o
 its sketch, their ``tails``: see base.Sketch) and ``sample``, the hashes it is recorded under
 (base.recorded) as 8-byte little-endian unsigned integers; the
 :class:`~nearDupe.sample_index.SampleIndex` finds candidate page ids by the hashes' top 32
-bits. It is rebuilt at open from ``sample.npz``, its
-one run as of the last close (checked against the count and xxh3 in ``meta``), and the
-pages added after them; from all the pages when the file is missing, stale or corrupt
-(2.5 s per 10**6 pages read from SQLite, against ~0.05 s per 10**6 from the file).
+bits. It is reopened from its one run as of the last close, its directory read from
+``sample-dir.npy`` and its entries mapped from ``sample-low.npy`` and ``sample-ids.npy``
+(checked as the tables' snapshot is: see :mod:`nearDupe.store.embedded_files`), and the
+pages added after them; from all the pages when the files are missing, stale or corrupt
+(2.5 s per 10**6 pages read from SQLite). An earlier version's ``sample.npz`` is read whole,
+checked by the xxh3 of all its arrays.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from xxhash import xxh3_64
 from nearDupe.sample_index import Run, SampleIndex
 from nearDupe.shorttext import Sentences
 from nearDupe.store.base import Holder, Sketch
-from nearDupe.store.embedded_files import write_atomically
+from nearDupe.store.embedded_files import map_npy, save_npy, spot_checksum
 from nearDupe.store.embedded_sqlite import (
     meta,
     set_meta,
@@ -41,6 +43,8 @@ logger = logging.getLogger("nearDupe.store.embedded")
 _REBUILD_ROWS = 200_000
 _HASH = np.dtype("<u8")
 _SNAPSHOT = "sample.npz"
+#: The snapshot's directory and entries (a run's starts, low and ids).
+_DIR, _LOW, _IDS = "sample-dir.npy", "sample-low.npy", "sample-ids.npy"
 #: The statement reading pages' samples, up to its WHERE clause.
 _SAMPLE_OF = "SELECT id, key, fp, letters, sketched, tails, sample FROM pages WHERE "
 
@@ -63,8 +67,14 @@ def pack(hashes: tuple[int, ...]) -> bytes | None:
 def load(db: sqlite3.Connection, path: Path) -> SampleIndex:
     """The sample index of every committed page of ``db``: the snapshot's entries in ``path``,
     then those of the pages after it."""
+    return load_counted(db, path)[0]
+
+
+def load_counted(db: sqlite3.Connection, path: Path) -> tuple[SampleIndex, int]:
+    """:func:`load`, and the pages the snapshot held (0: rebuilt, or to be saved again in
+    this version's form)."""
     after = int(meta(db, "sample_rows") or 0)
-    index = _read_snapshot(db, path) if after else None
+    index, current = _read_snapshot(db, path) if after else (None, False)
     if index is None:
         index, after = SampleIndex(), 0
     rows = db.execute("SELECT id, sample FROM pages WHERE id > ? AND sample IS NOT NULL", (after,))
@@ -74,7 +84,7 @@ def load(db: sqlite3.Connection, path: Path) -> SampleIndex:
         hashes = np.frombuffer(b"".join(blobs), dtype=_HASH)
         index.add_many(np.repeat(np.array(ids, dtype=np.uint64), counts), hashes)
     index.flush()
-    return index
+    return index, after if current else 0
 
 
 def _checksum(run: Run) -> str:
@@ -85,32 +95,43 @@ def _checksum(run: Run) -> str:
     return digest.hexdigest()
 
 
-def _read_snapshot(db: sqlite3.Connection, path: Path) -> SampleIndex | None:
-    """The index saved in the snapshot, or None if it is missing, stale or unreadable."""
+def _read_snapshot(db: sqlite3.Connection, path: Path) -> tuple[SampleIndex | None, bool]:
+    """The index saved in the snapshot, or None if it is missing, stale or unreadable;
+    whether it is in this version's form."""
+    entries = int(meta(db, "sample_entries") or -1)
+    spot = meta(db, "sample_spot_xxh3")
     try:
+        if spot is not None:
+            low = map_npy(path / _LOW, np.dtype(np.uint16), (entries,))
+            ids = map_npy(path / _IDS, np.dtype(np.uint32), (entries,))
+            starts = np.load(path / _DIR, allow_pickle=False)
+            if spot_checksum(starts, (low, ids)) != spot:
+                raise ValueError("checksum mismatch")
+            return SampleIndex.from_run(Run(starts, low, ids)), True
         with np.load(path / _SNAPSHOT, allow_pickle=False) as arrays:
             run = Run(arrays["starts"], arrays["low"], arrays["ids"])
-        if len(run) != int(meta(db, "sample_entries") or -1):
+        if len(run) != entries:
             raise ValueError(f"holds {len(run)} entries, expected otherwise")
         if _checksum(run) != meta(db, "sample_xxh3"):
             raise ValueError("checksum mismatch")
-        return SampleIndex.from_run(run)
+        return SampleIndex.from_run(run), False
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         logger.warning("Rebuilding the sentence sample of index %s from its pages: %s", path, exc)
-        return None
+        return None, False
 
 
 def save_snapshot(db: sqlite3.Connection, path: Path, index: SampleIndex) -> None:
     """Write the sorted entries of the committed pages (all of ``index``) and record them."""
     rows = db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
     run = index.compact()
-    write_atomically(
-        path / _SNAPSHOT, lambda f: np.savez(f, starts=run.starts, low=run.low, ids=run.ids)
-    )
+    for name, array in ((_DIR, run.starts), (_LOW, run.low), (_IDS, run.ids)):
+        save_npy(path / name, array)
     set_meta(db, "sample_rows", str(rows))
     set_meta(db, "sample_entries", str(len(run)))
-    set_meta(db, "sample_xxh3", _checksum(run))
+    set_meta(db, "sample_spot_xxh3", spot_checksum(run.starts, (run.low, run.ids)))
+    db.execute("DELETE FROM meta WHERE name = 'sample_xxh3'")
     db.commit()
+    (path / _SNAPSHOT).unlink(missing_ok=True)
 
 
 def committed_holders(
