@@ -68,8 +68,8 @@ def rows(
     sentences they are recorded under.
 
     A page that looks up a sentence the load may crowd is recorded by base.recorded, in
-    order; every other page's row is computed for all of them at once (base.sketch_of and
-    base.recorded with nothing crowded: the test builds both ways and compares the rows)."""
+    order; every other page's row is computed for all of them at once, as base.sketch_of and
+    base.recorded (with nothing crowded) compute it."""
     units = _Units(pages)
     crowding = _crowding(db, sample, units)
     added = time.time()
