@@ -15,6 +15,7 @@ from scrapy.exceptions import UsageError
 
 from nearDupe._settings import Config
 from nearDupe.errors import NearDupeError
+from nearDupe.logstats import plural
 from nearDupe.report import ReportWriter, read_report
 
 #: How the commands name the drops an index remembers (when no report is given).
@@ -291,9 +292,9 @@ class NearDupeCommand(ScrapyCommand):
             return
         reasons = f" ({', '.join(f'{r} {n}' for r, n in skipped.items())})" if skipped else ""
         print(
-            f"imported {summary['items']} items from {feed}: {summary['kept']} kept, "
+            f"imported {plural(summary['items'], 'item')} from {feed}: {summary['kept']} kept, "
             f"{summary['dropped']} dropped, {summary['skipped']} skipped{reasons}; "
-            f"index {config.public_index} now holds {size} pages"
+            f"index {config.public_index} now holds {plural(size, 'page')}"
         )
 
     # -- helpers -------------------------------------------------------------------------
