@@ -18,6 +18,10 @@ within k, confirmed by the signature) or by sentences:
 * char: one letter near the middle changed;
 * edit: one letter changed in every sentence (a space ends one in Thai, Khmer, Myanmar).
 
+Listing pages, made of a catalog's short messages (labels, names: lines that are no
+sentences), its first few on each page as a site's menu, are checked and added to an index of
+their own: every match between them is false.
+
 Usage: ``python benchmarks/languages_eval.py [--docs 20] [--locale-dir /usr/share/locale]
 [--seeds 1 2 3 [--half tune]]``: with split seeds, only the catalogs of one half of each
 split (a catalog is a site: a rule is tuned on the "tune" half and scored on the other).
@@ -44,8 +48,10 @@ from _quality_cases import site_half
 from nearDupe.analysis import Analysis, analyze_text
 from nearDupe.features import FeatureSettings
 from nearDupe.simhash import hamming
+from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import open_store
 from nearDupe.store.base import IndexHeader
+from nearDupe.store.sites import learned
 
 #: Language (gettext locale) -> the Unicode name prefix of its script's letters.
 LANGUAGES = {
@@ -71,6 +77,12 @@ LANGUAGES = {
 COPIES = ("appended", "cut", "char", "edit")
 DOC_CHARS = 1200
 MIN_LENGTH = 200  # NEARDUPE_MIN_TEXT_LENGTH's default
+#: Characters of a listing page's lines (from, below), lines of its menu, of its own.
+LISTING_LINE = (8, 40)
+MENU_LINES = 8
+LISTING_LINES = 15
+#: The plugin's default header: k=3, confirm_k=22.
+HEADER = IndexHeader.for_settings("4-table", 3, FeatureSettings(), confirm_k=22)
 _OPTION_LINE = re.compile(r"^\s*(-|\[|<|%|\$|#)")
 #: Where `edit` sees a sentence end: a full stop, question or exclamation mark of any of the
 #: scripts, a line break, or a space in a script written without spaces between words.
@@ -99,8 +111,11 @@ def _table_line(line: str) -> bool:
     return bool(_OPTION_LINE.match(line)) or "\t" in line or "  " in line.strip()
 
 
-def paragraphs(locale_dir: Path, language: str) -> Iterator[tuple[str, str]]:
-    """(catalog, paragraph) for each prose message of ``language``, catalog by catalog."""
+def paragraphs(
+    locale_dir: Path, language: str, lengths: tuple[int, int] = (40, 10**9)
+) -> Iterator[tuple[str, str]]:
+    """(catalog, paragraph) for each prose message of ``language`` (of ``lengths``
+    characters, from and below), catalog by catalog."""
     script = LANGUAGES[language]
     source = "ja" if language == "en" else language
     seen: set[str] = set()  # texts and msgids: gtk2 and gtk3 share many messages
@@ -120,7 +135,8 @@ def paragraphs(locale_dir: Path, language: str) -> Iterator[tuple[str, str]]:
             ):
                 continue
             text = " ".join(line.strip() for line in lines if line.strip())
-            if len(text) < 40 or text in seen or msgid in seen or text.count("%") > 1:
+            short_or_long = not lengths[0] <= len(text) < lengths[1]
+            if short_or_long or text in seen or msgid in seen or text.count("%") > 1:
                 continue
             if _in_script(text, script) < (0.9 if language == "en" else 0.6):
                 continue
@@ -164,6 +180,51 @@ def documents(
                 names.append(name)
             current = []
     return docs, spare, names
+
+
+def listings(
+    locale_dir: Path, language: str, half: tuple[str, int] | None
+) -> list[tuple[str, str]]:
+    """Listing pages of the catalogs of ``half`` (or of all): a catalog's short messages
+    (LISTING_LINE characters: labels, names, headlines) as lines, its first MENU_LINES on
+    every page of it (a site's menu), the next LISTING_LINES on each page (its own
+    headlines); as (catalog, page)."""
+    lines: dict[str, list[str]] = {}
+    for name, text in paragraphs(locale_dir, language, LISTING_LINE):
+        if half is None or site_half(name, half[1]) == half[0]:
+            lines.setdefault(name, []).append(text)
+    pages = []
+    for name, found in lines.items():
+        menu, own = found[:MENU_LINES], found[MENU_LINES:]
+        for i in range(0, len(own) - LISTING_LINES + 1, LISTING_LINES):
+            pages.append((name, "\n".join(menu + own[i : i + LISTING_LINES])))
+    return pages
+
+
+async def listing_matches(pages: list[tuple[str, str]], learn: bool) -> int:
+    """How many of the listing ``pages`` (all different) match one checked before them; with
+    ``learn``, each analysed without the lines its catalog's pages kept before it taught (a
+    site's template, as the plugin learns it)."""
+    features = FeatureSettings()
+    matches = 0
+    books: dict[str, dict[int, tuple[int, ...]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(str(Path(tmp) / "index"), HEADER)
+        try:
+            for i, (name, page) in enumerate(pages):
+                book = books.setdefault(name, {})
+                site = SiteTemplate(book) if learn else None
+                a = analyze_text(page, MIN_LENGTH, features, site, identity=i + 1)
+                found = None
+                if a.fingerprint is not None:
+                    key = str(i)
+                    found = await store.check_and_add(a.fingerprint, key, a.signature, a.sentences)
+                    matches += found is not None
+                if found is None:
+                    learned(book, i + 1, a.lines)
+        finally:
+            await store.close()
+    return matches
 
 
 def _letter_positions(text: str) -> list[int]:
@@ -220,6 +281,8 @@ class Row:
     closest: tuple[int, int]  # bits between different documents: the fewest, 1st percentile
     ms: float  # median milliseconds to analyse a document
     worst: tuple[str, int, int]  # the catalog of the fewest copies found: name, found, copies
+    #: listing pages matching another (their site's template not learned, learned), of
+    listings: tuple[int, int, int] = (0, 0, 0)
 
 
 async def evaluate(
@@ -228,7 +291,6 @@ async def evaluate(
     """Check and add every document (of the catalogs ``names``); look up the copies of the
     first ``copied``."""
     features = FeatureSettings()
-    header = IndexHeader.for_settings("4-table", 3, features, confirm_k=22)
     analyse: Callable[[str], Analysis] = lambda text: analyze_text(text, MIN_LENGTH, features)  # noqa: E731
     analyse(docs[0])  # the first call loads the language's tables
     originals = []
@@ -241,7 +303,7 @@ async def evaluate(
     found = dict.fromkeys(COPIES, (0, 0))
     per_catalog: dict[str, list[int]] = {}  # catalog -> [copies found, copies]
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(str(Path(tmp) / "index"), header)
+        store = open_store(str(Path(tmp) / "index"), HEADER)
         try:
             for i, a in enumerate(originals):
                 assert a.fingerprint is not None, (language, i, a.skip_reason)
@@ -294,15 +356,17 @@ def table(rows: list[Row]) -> str:
     head = (
         "| language | sentences/doc | "
         + " | ".join(COPIES)
-        + " | false matches | apart | ms/doc | worst catalog |"
+        + " | false matches | listings matched | apart | ms/doc | worst catalog |"
     )
-    lines = [head, "|" + "---|" * (len(COPIES) + 6)]
+    lines = [head, "|" + "---|" * (len(COPIES) + 7)]
     for row in rows:
         cells = [f"{fp + s}/{row.docs} ({fp}+{s})" for fp, s in (row.found[c] for c in COPIES)]
         lines.append(
             f"| {row.language} | {row.sentences:.1f} | "
             + " | ".join(cells)
-            + f" | {row.false_matches}/{row.different} | {row.closest[0]}, {row.closest[1]}"
+            + f" | {row.false_matches}/{row.different}"
+            + f" | {row.listings[0]}, {row.listings[1]} /{row.listings[2]}"
+            + f" | {row.closest[0]}, {row.closest[1]}"
             + f" | {row.ms:.2f} | {row.worst[0]} {row.worst[1]}/{row.worst[2]} |"
         )
     return "\n".join(lines)
@@ -332,7 +396,12 @@ def main() -> None:
     print("copies found (by fingerprint + by sentences only); originals matching another;")
     print("apart: bits between the fingerprints of different originals (fewest, 1st percentile);")
     print("ms/doc: median time to analyse an original (fingerprint, signature, sentences);")
-    print("worst catalog: the catalog of the smallest share of its copies found")
+    print("worst catalog: the catalog of the smallest share of its copies found;")
+    print(
+        f"listings matched: listing pages ({MENU_LINES} menu lines of their catalog, "
+        f"{LISTING_LINES} short messages of their own) matching another, as a site's first"
+        " pages (nothing learned), with their catalog's template learned"
+    )
     for seed in args.seeds or [None]:
         half = None if seed is None else (args.half, seed)
         rows = []
@@ -344,7 +413,14 @@ def main() -> None:
                 continue
             # appended: a paragraph not in the copied docs (the last doc's when none is left)
             spare = spare or docs[args.docs :] or docs[-1:]
-            rows.append(asyncio.run(evaluate(language, docs, spare, names, args.docs)))
+            row = asyncio.run(evaluate(language, docs, spare, names, args.docs))
+            pages = listings(args.locale_dir, language, half)
+            row.listings = (
+                asyncio.run(listing_matches(pages, learn=False)),
+                asyncio.run(listing_matches(pages, learn=True)),
+                len(pages),
+            )
+            rows.append(row)
         print("\nall catalogs" if half is None else f"\nsplit seed {seed}, {args.half} half")
         print(table(rows))
 

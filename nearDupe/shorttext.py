@@ -134,20 +134,27 @@ def shingles(parts: list[str]) -> Sentences:
 
 def _parts(text: str) -> list[str]:
     """The sentences of ``text``: the parts between _SENTENCE_END that end as a sentence ends
-    (_FINAL); in a script without spaces between words (Thai...), where a line has no full
-    stop, the parts between spaces of a line long enough to be prose (CLAUSE_SENTENCE_LETTERS
-    letters: a headline or a menu item seldom is)."""
+    (_FINAL); in a script without spaces between words (Thai...), which ends its sentences
+    with a space and no stop, every part between such spaces that is mostly of the script or
+    ends as a sentence ends (a menu or a headline too: the site's lines it learned are
+    stripped before, and a page holding most of another's is still needed; a language menu's
+    "ภาษาไทย" among Latin names is not one)."""
     parts: list[str] = []
     for part in _SENTENCE_END.split(text):
         if not part:
             continue
-        if _SPACELESS_CHAR.search(part) and (
-            _FINAL.search(part) or len(normalize(part)) >= CLAUSE_SENTENCE_LETTERS
-        ):
-            parts.extend(_SPACELESS_BREAK.split(part))
+        if _SPACELESS_CHAR.search(part):
+            parts.extend(p for p in _SPACELESS_BREAK.split(part) if _spaceless(p))
         elif _FINAL.search(part):
             parts.append(part)
     return parts
+
+
+def _spaceless(part: str) -> bool:
+    """Whether ``part`` ends as a sentence ends or most of its letters are of a script
+    without spaces between words."""
+    found = normalize(part, digits=False)
+    return _FINAL.search(part) is not None or 2 * len(_SPACELESS_CHAR.findall(found)) > len(found)
 
 
 def _clauses(pieces: list[str]) -> list[str]:

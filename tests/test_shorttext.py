@@ -61,9 +61,11 @@ def test_a_space_ends_a_thai_sentence_in_a_paragraph() -> None:
     assert len(set(sentences(cut)) & set(sentences(paragraph))) == 4
 
 
-def test_a_short_thai_line_without_a_stop_is_no_sentence() -> None:
-    # A headline or a menu item (under CLAUSE_SENTENCE_LETTERS letters) is not prose.
-    assert sentences("ข่าวด่วน วันนี้ที่กรุงเทพ") == ()
+def test_a_short_thai_line_without_a_stop_is_its_sentences() -> None:
+    # Thai has no full stop: each part between spaces of a line is a sentence, however short
+    # its line (parts under SENTENCE_MIN_LETTERS letters, a menu item's, do not count).
+    assert len(sentences("ฝนตกหนักทั่วกรุงเทพฯ น้ำท่วมขังหลายจุด")) == 2
+    assert sentences("หน้าแรก ข่าว กีฬา") == ()
 
 
 def test_dandas_and_other_script_stops_end_sentences() -> None:
