@@ -37,7 +37,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,10 @@ from nearDupe.analysis import Analysis, analyze_extracted, analyze_page
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters, normalize
+from nearDupe.simhash import hamming
 from nearDupe.sitetemplate import SiteTemplate, headline_of, site_memory, strip_template
 from nearDupe.store import EmbeddedIndex, IndexHeader, base
+from nearDupe.store.base import holders_of, shared_sentences
 from nearDupe.text import extract_main_text
 
 #: Templates with fewer pages that should be dropped are left out of the worst-template figure.
@@ -92,6 +94,29 @@ class Tally:
     curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     #: Page -> (skip reason, fingerprint, URL of the page it was dropped as a copy of).
     decisions: dict[int, tuple[str | None, int | None, str | None]] = field(default_factory=dict)
+    #: Pages whose article was stored but that were not dropped as its copy.
+    misses: dict[int, Miss] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A page whose article was stored when it came, not dropped as its copy: how long its
+    text was, what its site memory left out, and how near the nearest stored copy was."""
+
+    #: What became of it: kept, template-text (another skip reason), or dropped as another's.
+    outcome: str
+    letters: int
+    lines: int
+    #: Its lines its site memory knew as template when it was judged.
+    stripped: int
+    #: Fingerprint distance to the nearest stored page of its article (None: unfingerprinted).
+    distance: int | None
+    #: The most of that stored page's sentences it shares, as a share of (its own, the stored
+    #: page's) sentence letters.
+    shared: tuple[float, float]
+    #: Which of it and the stored copies was the first page decided in its site memory (so
+    #: judged whole, its site's template in its text): "page", "copy", or "".
+    whole: str
 
 
 def judged_sentences(analysis: Analysis, every_page: bool) -> Sentences:
@@ -225,6 +250,9 @@ def crawl(
     tally = Tally()
     seen_in_site: dict[str, int] = defaultdict(int)
     stored_articles: set[str] = set()
+    #: Article -> (fingerprint, sentences, whether first in its site memory) of each of its
+    #: stored pages.
+    stored_pages: dict[str, list[tuple[int, Sentences, bool]]] = defaultdict(list)
     article_of: dict[str, str] = {}
     site_of_url: dict[str, str] = {}
     features = FeatureSettings()
@@ -276,6 +304,9 @@ def crawl(
             if analysis.fingerprint is None:
                 if due:
                     tally.per_template[page.template].append(False)
+                    tally.misses[i] = missed(
+                        texts[i], analysis, stored_pages[page.article], n == 0
+                    )
                 continue
             match = crawler.check_and_add(
                 analysis.fingerprint,
@@ -284,11 +315,17 @@ def crawl(
                 judged_sentences(analysis, every_page),
             )
             if match is None:
-                stored_articles.add(page.article)
-                article_of[url] = page.article
-                site_of_url[url] = hosts[i]
                 if due:
                     tally.per_template[page.template].append(False)
+                    tally.misses[i] = missed(
+                        texts[i], analysis, stored_pages[page.article], n == 0
+                    )
+                stored_articles.add(page.article)
+                stored_pages[page.article].append(
+                    (analysis.fingerprint, analysis.sentences, n == 0)
+                )
+                article_of[url] = page.article
+                site_of_url[url] = hosts[i]
                 crawler.learn(site, analysis)
                 continue
             if site_of_url[match.key] == hosts[i] and analysis.became_template(
@@ -298,6 +335,8 @@ def crawl(
                 tally.decisions[i] = ("template-text", None, None)
                 if due:
                     tally.per_template[page.template].append(False)
+                    miss = missed(texts[i], analysis, stored_pages[page.article], n == 0)
+                    tally.misses[i] = replace(miss, outcome="template-text")
                 crawler.learn(site, analysis)
                 continue
             tally.decisions[i] = (None, analysis.fingerprint, match.key)
@@ -307,10 +346,37 @@ def crawl(
             if due:
                 tally.caught[lang] += same
                 tally.per_template[page.template].append(same)
+                if not same:
+                    miss = missed(texts[i], analysis, stored_pages[page.article], n == 0)
+                    tally.misses[i] = replace(miss, outcome="dropped as another")
             if not same:
                 tally.lost += 1
                 tally.lost_at_0 += match.distance == 0
     return tally
+
+
+def missed(
+    text: str, analysis: Analysis, stored: list[tuple[int, Sentences, bool]], first: bool
+) -> Miss:
+    """What a missed page (``first`` in its site memory or not) was like, beside the stored
+    pages of its article."""
+    distance = None
+    shared = (0.0, 0.0)
+    for fingerprint, kept, _ in stored:
+        if analysis.fingerprint is not None:
+            near = hamming(analysis.fingerprint, fingerprint)
+            distance = near if distance is None else min(distance, near)
+        for found in shared_sentences(analysis.sentences, holders_of(kept, "", fingerprint)):
+            shared = max(shared, (round(found.of_query, 2), round(found.of_stored, 2)))
+    return Miss(
+        analysis.skip_reason or "kept",
+        len(normalize(text)),
+        len(analysis.lines),
+        analysis.known,
+        distance,
+        shared,
+        "page" if first else "copy" if any(whole for _, _, whole in stored) else "",
+    )
 
 
 def analyze_html_page(
@@ -368,6 +434,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--sample", type=int, help="sentences a long page is recorded under (0: all)"
+    )
+    parser.add_argument(
+        "--misses", action="store_true", help="list the pages missed (embedded, learning on)"
     )
     args = parser.parse_args()
     if args.redis:
@@ -434,6 +503,9 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     curves: dict[int, list[float]] = defaultdict(list)
+    #: (split seed, layout) -> page -> its misses over the crawl orders (embedded).
+    misses: dict[tuple[int, str], dict[int, list[Miss]]] = {}
+    cases_of: dict[int, Any] = {}
     for seed in args.seeds:
         cases = build_cases(
             root,
@@ -442,6 +514,7 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
             modern=args.modern,
             site_pages=args.site_pages,
         )
+        cases_of[seed] = cases
         htmls = [p.html for p in cases.pages]
         texts = run_pool(extract_main_text, htmls, args.workers)
         for layout in args.layout:
@@ -477,6 +550,11 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
                         ]
                         if backend == "embedded":
                             embedded = [t.decisions for t in tallies]
+                            if learn and name == args.rules[0]:
+                                found = misses.setdefault((seed, layout), defaultdict(list))
+                                for t in tallies:
+                                    for i, miss in t.misses.items():
+                                        found[i].append(miss)
                         unlike = (
                             str(
                                 sum(
@@ -512,6 +590,8 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
                                     curves[n].extend(shares)
         print(f"<!-- seed {seed}: {len(cases.pages)} pages, "
               f"{len({p.template for p in cases.pages})} templates -->")  # fmt: skip
+    if args.misses:
+        print_misses(misses, cases_of, args.orders)
     if curves:
         print("\nShare of a host's n-th page left out as its template (mean over hosts):\n")
         print("| n-th page of its host | " + " | ".join(str(n + 1) for n in sorted(curves)) + " |")
@@ -522,6 +602,38 @@ def run(args: argparse.Namespace, redis_url: str | None) -> None:
             + " |"
         )
     print(f"\nTotal {time.perf_counter() - started:.0f} s.")
+
+
+def print_misses(
+    misses: dict[tuple[int, str], dict[int, list[Miss]]], cases_of: dict[int, Any], orders: int
+) -> None:
+    """The pages each layout missed (embedded), with the first order's miss, and whether the
+    same page was missed in the host layout too."""
+    print(
+        "\nPages missed (embedded): letters of its text, its lines and those its site memory"
+        " left out, fingerprint distance to the nearest stored copy, the most of a stored"
+        " copy's sentences shared (of its own / of the copy's), whether it or a stored copy"
+        " was the first page decided in its site memory (judged whole):\n"
+    )
+    print(
+        "| split seed | layout | page | lang | template | edit | orders missed | outcome | "
+        "letters | lines (left out) | distance | shared | first in its site | "
+        "missed in host layout |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (seed, layout), found in misses.items():
+        pages = cases_of[seed].pages
+        host = misses.get((seed, "host"))
+        for i, missed_in in sorted(found.items(), key=lambda item: pages[item[0]].lang):
+            m = missed_in[0]
+            page = pages[i]
+            in_host = "-" if host is None or layout == "host" else f"{len(host.get(i, []))}"
+            print(
+                f"| {seed} | {layout} | {i} | {page.lang} | {page.template} | {page.edit} | "
+                f"{len(missed_in)}/{orders} | {m.outcome} | {m.letters} | {m.lines} "
+                f"({m.stripped}) | {m.distance} | {m.shared[0]:.2f} / {m.shared[1]:.2f} | "
+                f"{m.whole or '-'} | {in_host} |"
+            )
 
 
 def cases_lang(cases, site: str) -> str:

@@ -81,6 +81,14 @@ _HEAD_CHARS = 300_000
 #: included), and on 82 % of the pairs of WCXB's pages of one domain and page type (the first
 #: 16: 75 %; the first 8 of the whole body: 83 %, but they split 9 of the 120 templates).
 TEMPLATE_CLASSES = 8
+#: A page naming fewer than 4 classes before its headline (a table layout) is signed by its
+#: skeleton there instead: the first this many of its elements' tag names and ids (those
+#: without digits), a run of one such name counted once (a menu of 9 links or of 10 is one
+#: menu). The tune half's Chinese templates without a class signature (14 of 32) each get one
+#: signature, and WCXB's pairs of one domain and page type keep one memory as often (86 %).
+TEMPLATE_TAGS = 32
+#: Fewer class names, or skeleton names, than this before the headline sign no template.
+_FEWEST_NAMES = 4
 #: Memories a host's pages are spread over by their template signature: a host costs at most
 #: this many sites' memory, however many templates (or made-up class names) it serves; a
 #: portal of hundreds of templates shares a memory between two or three of them.
@@ -90,6 +98,8 @@ _BODY = re.compile(r"<body\b[^<>]{0,1000}>", re.I)
 _CLASS = re.compile(
     r"""<[a-z][a-z0-9]{0,20}\s[^<>]{0,1000}?\bclass\s*=\s*["']?([^"'>]{0,300})""", re.I
 )
+_START_TAG = re.compile(r"<([a-z][a-z0-9]{0,20})\b([^<>]{0,1000})>", re.I)
+_ID = re.compile(r"""\bid\s*=\s*["']?([^"'\s>]{1,300})""", re.I)
 _DIGIT = re.compile(r"\d")
 _H1_START = re.compile(r"<h1\b", re.I)
 
@@ -116,8 +126,9 @@ def template_signature(html: str) -> str:
     body's elements before its first ``<h1>`` (names with digits left out: a post's or an
     ad's number): a site's chrome (header, navigation, breadcrumbs) comes before the headline
     and is the same on each page of one template, another on a portal's other sections, while
-    the article's own classes (a byline, a source line) come after it. One of HOST_TEMPLATES
-    signatures (two hex digits), "" when fewer than 4 names are found."""
+    the article's own classes (a byline, a source line) come after it. A page naming fewer
+    than 4 classes there is signed by its skeleton there (:func:`_skeleton`). One of
+    HOST_TEMPLATES signatures (two hex digits), "" when neither holds 4 names."""
     body = _BODY.search(html, 0, _HEAD_CHARS)
     start = body.end() if body else 0
     headline = _H1_START.search(html, start, start + _CLASS_CHARS)
@@ -129,10 +140,29 @@ def template_signature(html: str) -> str:
                 names[name] = None
         if len(names) >= TEMPLATE_CLASSES:
             break
-    if len(names) < 4:
-        return ""
-    chosen = " ".join(list(names)[:TEMPLATE_CLASSES]).encode("utf-8", "surrogatepass")
-    return f"{xxh3_64_intdigest(chosen, _SEED) % HOST_TEMPLATES:02x}"
+    chosen = list(names)[:TEMPLATE_CLASSES]
+    if len(chosen) < _FEWEST_NAMES:
+        chosen = _skeleton(html, start, end)
+        if len(chosen) < _FEWEST_NAMES:
+            return ""
+    signed = " ".join(chosen).encode("utf-8", "surrogatepass")
+    return f"{xxh3_64_intdigest(signed, _SEED) % HOST_TEMPLATES:02x}"
+
+
+def _skeleton(html: str, start: int, end: int) -> list[str]:
+    """The first TEMPLATE_TAGS elements of ``html[start:end]`` as ``<tag`` or ``<tag#id`` (ids
+    with digits left out), a run of one name counted once."""
+    names: list[str] = []
+    for found in _START_TAG.finditer(html, start, end):
+        name = "<" + found.group(1).casefold()
+        named = _ID.search(found.group(2))
+        if named and not _DIGIT.search(named.group(1)):
+            name += "#" + named.group(1).casefold()
+        if not names or names[-1] != name:
+            names.append(name)
+            if len(names) >= TEMPLATE_TAGS:
+                break
+    return names
 
 
 def headline_of(html: str) -> str:

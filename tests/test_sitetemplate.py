@@ -67,8 +67,8 @@ def section_page(chrome: str, headline: str, body: str) -> str:
 
 def test_a_pages_memory_is_its_host_and_the_chrome_before_its_headline() -> None:
     """Pages of one template share a memory whatever their article holds (its own classes,
-    numbers); another section of the host, with its own chrome, has another; a page naming
-    too few classes is judged by its host's."""
+    numbers); another section of the host, with its own chrome, has another; a page with
+    almost nothing before its headline is judged by its host's."""
     news = "top-bar nav menu menu-item search logo breadcrumbs section-news"
     sport = "top-bar nav menu menu-item search logo breadcrumbs section-sport scores"
     story = section_page(news, "Bridge reopens", '<p class="byline">By A. Writer</p><p>Text</p>')
@@ -78,9 +78,34 @@ def test_a_pages_memory_is_its_host_and_the_chrome_before_its_headline() -> None
     assert site_memory("portal.example", story) != site_memory(
         "portal.example", section_page(sport, "Cup final", "<p>Score</p>")
     )
-    plain = section_page("nav logo", "Bridge reopens", '<p class="a b c d e">Text</p>')
+    plain = section_page("nav", "Bridge reopens", '<p class="a b c d e">Text</p>')
     assert site_memory("portal.example", plain) == "portal.example"
     assert site_memory("", story) == ""
+
+
+def table_page(chrome: str, headline: str, body: str) -> str:
+    """A table layout's page: no class names, its chrome as nested tables of links (a cell
+    per name of ``chrome``), then the headline and article."""
+    cells = "".join(
+        f'<tr><td id="{name}"><a href="/{name}">{name}</a><a href="/">home</a></td></tr>'
+        for name in chrome.split()
+    )
+    article = f"<center><h1>{headline}</h1>{body}</center>"
+    return f"<html><body><table>{cells}</table>{article}</body></html>"
+
+
+def test_a_table_layout_is_signed_by_its_skeleton() -> None:
+    """Pages naming no classes are signed by the tags and ids before their headline: one
+    template's pages share a memory (however many links a menu holds, whatever the article
+    after the headline), another template of the host has another."""
+    news = table_page("top menu news", "Bridge reopens", "<p>Text</p><table><tr><td>x</td></tr>")
+    more = news.replace('<a href="/">home</a>', '<a href="/">home</a><a href="/a">a</a>')
+    other = table_page("top menu news", "Budget passed", '<p class="lead">Other</p>' * 9)
+    sport = table_page("top menu sport scores", "Cup final", "<p>Score</p>")
+    assert template_signature(news) == template_signature(more) == template_signature(other)
+    assert site_memory("portal.example", news) != "portal.example"
+    assert site_memory("portal.example", news) != site_memory("portal.example", sport)
+    assert template_signature("<body><div><h1>Bridge reopens</h1><p>Text</p></body>") == ""
 
 
 def test_a_template_signature_survives_hostile_markup() -> None:
@@ -90,6 +115,7 @@ def test_a_template_signature_survives_hostile_markup() -> None:
     assert len(template_signature(odd)) == 2
     unclosed = "<body>" + '<div class="x' * 50_000
     assert template_signature(unclosed) == ""
+    assert len(template_signature("<body>" + "<td id='\udc80'><b>" * 50_000)) == 2
     rng = random.Random(5)
     made_up = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(2000)]
     signatures = {template_signature(section_page(chrome, "H", "")) for chrome in made_up}
