@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 from urllib.parse import urlsplit
 
 from xxhash import xxh3_64_intdigest
@@ -28,7 +30,8 @@ from nearDupe.shorttext import normalize
 #: outweighs a short story joins the site's first two stories before it is learned).
 TEMPLATE_PAGES = 1
 #: A page is ``template-text`` when, its template lines left out, fewer letters than this are
-#: its own: its text is its site's (another post's teaser block extracted on every page).
+#: its own and they do not tell its headline (TELLS_SHARE): its text is its site's (another
+#: post's teaser block extracted on every page).
 TEMPLATE_OWN_LETTERS = 100
 #: A text tells a headline's story when it holds this share of the headline's words: a
 #: headline is made of its story's words (tune half: same-site copies under a new headline).
@@ -354,7 +357,8 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
     A page left with too little of its own is ``template-text``: another post's teaser block,
     extracted on every page of a site, tells no page's headline, while a story the site
     republished under a new headline keeps the lines it shares with its first publication, and
-    the index finds it a copy.
+    the index finds it a copy. A short story's own lines that tell its headline are its
+    article, however few their letters (a one-line story under the site's breadcrumbs).
     """
     masks: dict[int, int] = {}  # line hash -> the headline's units it holds
     units = headline_units(headline)
@@ -364,9 +368,11 @@ def strip_template(text: str, identity: int, site: SiteTemplate, headline: str =
             masks[hashed[0]] = masks.get(hashed[0], 0) | (told(line, units) if units else 0)
     template = site.template_lines(tuple(masks), tuple(masks.values()), len(units), identity)
     kept = [line for line, hashed in lines if hashed is None or hashed[0] not in template]
-    own = sum(hashed[1] for _, hashed in lines if hashed is not None and hashed[0] not in template)
+    mine = [hashed for _, hashed in lines if hashed is not None and hashed[0] not in template]
+    own = sum(letters for _, letters in mine)
     distinct = tuple(masks)[:PAGE_LINES]
     marks = tuple(masks[h] for h in distinct)
-    if template and own < TEMPLATE_OWN_LETTERS:
+    tells = enough_told(reduce(or_, (masks[line] for line, _ in mine), 0), len(units))
+    if template and own < TEMPLATE_OWN_LETTERS and not tells:
         return Stripped("", distinct, True, len(units), marks)
     return Stripped("\n".join(kept), distinct, False, len(units), marks)

@@ -193,6 +193,24 @@ def test_text_seen_on_the_sites_other_stories_is_template_text() -> None:
     assert not strip_template(teaser, 1, site).template_text
 
 
+def test_a_one_line_story_under_its_sites_lines_is_its_own() -> None:
+    """A short story (fewer than TEMPLATE_OWN_LETTERS letters) under the site's breadcrumbs:
+    its line tells its headline, so it is fingerprinted like its copy on a site that frames
+    it with nothing; under another post's headline the same line is the site's text."""
+    crumbs = "You are here: Home > Science > Physics\nFlight physics basics"
+    story = "Oscar nominations forecast: the favourites in every category"
+    site = taught((1, crumbs + "\nA story of the site in words of its own, told at length."))
+    headline = "Oscar nominations forecast"
+    framed = strip_template(crumbs + "\n" + story, 2, site, headline)
+    assert framed.text == story and not framed.template_text
+    features = FeatureSettings()
+    page = analyze_text(crumbs + "\n" + story, 200, features, site, 2, headline)
+    assert page.fingerprint == analyze_text(story, 200, features).fingerprint is not None
+    teaser = crumbs + "\n" + story
+    assert strip_template(teaser, 2, site, "Council passes budget").template_text
+    assert strip_template(teaser, 2, site).template_text
+
+
 def test_a_story_republished_under_a_new_headline_is_judged_whole() -> None:
     """Every line seen on one other story, but the text tells this page's headline: the site
     republished that story; the page keeps its text, so the index finds it a copy (without
