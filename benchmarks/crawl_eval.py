@@ -19,6 +19,8 @@ Printed per split seed and backend: P / R per language, the worst template's rec
 mean (templates with at least MIN_PAGES such pages), the losses at distance 0, and, for the
 first pages of each site, the share of their letters left out as template (how fast a site is
 learned). ``--no-learning`` scores the same crawl with nothing learned (the rules before).
+``--misses`` lists the pages the embedded crawls missed, with what their site memory left
+out of them and how near their stored copy was.
 
 Run from the repository root: ``python benchmarks/crawl_eval.py [--seeds 1 2 3]
 [--half held-out|tune] [--quick] [--by-site --in-flight 16]``. Data: ``../shared/data``
