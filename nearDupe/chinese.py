@@ -18,16 +18,16 @@ import math
 import os
 import re
 import zipfile
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
 #: Bump when the cached arrays change meaning (their hash, their fields).
-TABLES_VERSION = 2
+TABLES_VERSION = 3
 
 _MASK = (1 << 64) - 1
 #: The polynomial hash's base (odd, so it has an inverse modulo 2^64).
@@ -39,8 +39,8 @@ _MIX1, _MIX2, _LENGTH = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111
 class _Tables(NamedTuple):
     """jieba's dictionary and IDF table as sorted hash arrays."""
 
-    word_keys: np.ndarray  # uint64, sorted: hashes of the words counted more than 0 times
-    word_counts: np.ndarray  # int64: each word's count
+    word_keys: np.ndarray  # uint64, sorted: hashes of the words and of their prefixes
+    word_counts: np.ndarray  # int64: each one's count (0: only a prefix, or counted 0 times)
     log_total: float  # math.log of the sum of all counts (jieba's ``total``)
     longest: int  # letters of the longest word
     idf_keys: np.ndarray  # uint64, sorted
@@ -48,13 +48,8 @@ class _Tables(NamedTuple):
     idf_median: float  # the IDF of a word the table lacks (jieba's median_idf)
 
 
-def _finish(h: Any, length: Any) -> Any:
-    """The final mix of a polynomial hash and its length (ints or uint64 arrays alike)."""
-    if isinstance(h, int):
-        x = h ^ ((length * _LENGTH) & _MASK)
-        x = ((x ^ (x >> 33)) * _MIX1) & _MASK
-        x = ((x ^ (x >> 33)) * _MIX2) & _MASK
-        return x ^ (x >> 33)
+def _finish(h: np.ndarray, length: int | np.ndarray) -> np.ndarray:
+    """The final mix of polynomial hashes and their length (one for all, or one each)."""
     if isinstance(length, int):
         x = h ^ np.uint64((length * _LENGTH) & _MASK)
     else:
@@ -62,15 +57,6 @@ def _finish(h: Any, length: Any) -> Any:
     x = (x ^ (x >> np.uint64(33))) * np.uint64(_MIX1)
     x = (x ^ (x >> np.uint64(33))) * np.uint64(_MIX2)
     return x ^ (x >> np.uint64(33))
-
-
-def word_hash(word: str) -> int:
-    """The 64-bit hash of ``word`` the tables are keyed by: sum of code point i times
-    _BASE^i, mixed with the length."""
-    h = 0
-    for ch in reversed(word):
-        h = (h * _BASE + ord(ch)) & _MASK
-    return int(_finish(h, len(word)))
 
 
 def _code_points(text: str) -> np.ndarray:
@@ -98,7 +84,8 @@ def _prefix_sums(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hashes_of(words: list[str]) -> np.ndarray:
-    """:func:`word_hash` of every word, at once."""
+    """The 64-bit hash of each word the tables are keyed by: the sum of its code point i times
+    _BASE^i, mixed with its length."""
     sums, inverses = _prefix_sums("".join(words))
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     ends = np.cumsum(lengths)
@@ -123,18 +110,22 @@ def _last_of_each(words: list[str], values: np.ndarray) -> tuple[np.ndarray, np.
 def _build() -> _Tables:
     """The tables, from jieba's ``dict.txt`` (``word count tag`` lines) and
     ``analyse/idf.txt`` (``word idf`` lines), read as jieba reads them: a word's last line
-    counts, the total sums every line, a word counted 0 times is none."""
+    counts, the total sums every line, a word counted 0 times is none; a prefix of a word
+    that has no line of its own is counted 0 times (jieba's ``FREQ``)."""
     fields = (_jieba_dir() / "dict.txt").read_bytes().decode("utf-8").split()
     words = fields[0::3]
     counts = np.fromiter(map(int, fields[1::3]), dtype=np.int64, count=len(words))
     word_keys, word_counts = _last_of_each(words, counts)
-    known = word_counts > 0
+    prefixes = _hashes_of([word[:size] for word in words for size in range(1, len(word))])
+    keys = np.union1d(word_keys, prefixes)
+    keys_counts = np.zeros(len(keys), dtype=np.int64)
+    keys_counts[np.searchsorted(keys, word_keys)] = word_counts
     pairs = (_jieba_dir() / "analyse" / "idf.txt").read_bytes().decode("utf-8").split()
     values = np.fromiter(map(float, pairs[1::2]), dtype=np.float64, count=len(pairs) // 2)
     idf_keys, idf_values = _last_of_each(pairs[0::2], values)
     return _Tables(
-        word_keys[known],
-        word_counts[known],
+        keys,
+        keys_counts,
         math.log(int(counts.sum())),
         max(map(len, words)),
         idf_keys,
@@ -188,14 +179,14 @@ def _found(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return at, keys[at] == queries
 
 
-#: Bits of a hash that index :func:`_filter` (4 MB; jieba's words fill 8 % of it).
+#: Bits of a hash that index :func:`_filter` (4 MB; jieba's words and prefixes fill 14 % of it).
 _FILTER_BITS = 22
 
 
 @cache
 def _filter() -> np.ndarray:
-    """Whether some word's hash has these top bits: most substrings are no word, and are
-    ruled out by one read here instead of a binary search."""
+    """Whether some word's or prefix's hash has these top bits: most substrings are neither,
+    and are ruled out by one read here instead of a binary search."""
     marks = np.zeros(1 << _FILTER_BITS, dtype=bool)
     marks[tables().word_keys >> np.uint64(64 - _FILTER_BITS)] = True
     return marks
@@ -213,19 +204,25 @@ class _Dag(NamedTuple):
 
 def _dag(text: str) -> _Dag:
     """The DAG of ``text``. (No dictionary word holds white space, so blocks joined by line
-    breaks are looked up at once, each as if alone.)"""
+    breaks are looked up at once, each as if alone.) A position is looked up at the next size
+    only while its substring is a word or a word's prefix, as in jieba's ``get_DAG``."""
     t, marks, shift = tables(), _filter(), np.uint64(64 - _FILTER_BITS)
     n = len(text)
     sums, inverses = _prefix_sums(text)
     none = np.zeros(0, dtype=np.int64)
     starts, lengths, counts = [none], [none], [none]
+    alive = np.arange(n)  # the positions whose substring so far begins some word
     for size in range(1, min(t.longest, n) + 1):
-        keys = _finish((sums[size:] - sums[: n - size + 1]) * inverses[: n - size + 1], size)
+        alive = alive[alive <= n - size]
+        keys = _finish((sums[alive + size] - sums[alive]) * inverses[alive], size)
         maybe = np.flatnonzero(marks[keys >> shift])
         at, hit = _found(t.word_keys, keys[maybe])
-        starts.append(maybe[hit])
-        lengths.append(np.full(int(hit.sum()), size, dtype=np.int64))
-        counts.append(t.word_counts[at[hit]])
+        alive, count = alive[maybe[hit]], t.word_counts[at[hit]]
+        starts.append(alive[count > 0])
+        lengths.append(np.full(int((count > 0).sum()), size, dtype=np.int64))
+        counts.append(count[count > 0])
+        if not len(alive):
+            break
     start, length = np.concatenate(starts), np.concatenate(lengths)
     order = np.lexsort((length, start))
     bounds = np.searchsorted(start[order], np.arange(n + 1))
@@ -237,8 +234,6 @@ def _dag(text: str) -> _Dag:
 def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
     """jieba's ``__cut_DAG`` (HMM on) of a run of its ``re_han_default`` characters, which
     starts at ``offset`` of the text ``dag`` is of; its words go to ``words``."""
-    from jieba import finalseg
-
     log_total, n = tables().log_total, len(block)
     bounds, ends, logs = dag
     score: list[float] = [0.0] * (n + 1)
@@ -265,7 +260,7 @@ def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
         elif is_word:
             words.extend(buf)
         else:
-            words.extend(finalseg.cut(buf))
+            words.extend(_hmm_cut(buf))
 
     x, buf = 0, 0  # buf: where the run of single characters before x starts
     while x < n:
@@ -278,6 +273,18 @@ def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
         x = y
     if buf < n:
         flush(buf, n)
+
+
+#: Runs of unknown characters whose HMM words are kept (a site's names recur from page to page).
+_HMM_CUTS = 1 << 14
+
+
+@lru_cache(maxsize=_HMM_CUTS)
+def _hmm_cut(run: str) -> tuple[str, ...]:
+    """jieba's HMM words (``finalseg.cut``) of a run of characters that no word covers."""
+    from jieba import finalseg
+
+    return tuple(finalseg.cut(run))
 
 
 @cache
@@ -321,9 +328,16 @@ def cut_each(texts: list[str]) -> list[list[str]]:
 
 def idf(word: str) -> float:
     """jieba's IDF of ``word`` (its table's median for a word it lacks)."""
+    return float(idfs([word])[0])
+
+
+def idfs(words: list[str]) -> np.ndarray:
+    """:func:`idf` of each word, looked up at once (no word: jieba is not even imported)."""
+    if not words:
+        return np.zeros(0, dtype=np.float64)
     t = tables()
-    at, hit = _found(t.idf_keys, np.array([word_hash(word)], dtype=np.uint64))
-    return float(t.idf_values[at[0]]) if hit[0] else t.idf_median
+    at, hit = _found(t.idf_keys, _hashes_of(words))
+    return np.where(hit, t.idf_values[at], t.idf_median)
 
 
 def load() -> None:

@@ -20,9 +20,9 @@ import gzip
 import math
 import re
 import unicodedata
-from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, fields
-from functools import cache, lru_cache
+from functools import cache
+from itertools import filterfalse
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +33,6 @@ from nearDupe import chinese
 #: Runs of CJK ideographs (segmented with jieba); everything else is split on \w+.
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
 _WORD = re.compile(r"\w+")
-_DIGITS = re.compile(r"\d+")
 
 #: Frequency assigned to English words the table does not know (about one in 10^8).
 _UNKNOWN_FREQ = 1e-8
@@ -272,11 +271,23 @@ def tokenize_lines(text: str) -> list[list[str]]:
     return [tokens for tokens in lines if tokens]
 
 
-@lru_cache(maxsize=1 << 17)
-def _idf(token: str) -> float:
-    if _CJK_RUN.match(token):
-        return chinese.idf(token)
-    return _english_idf().get(token, -math.log(_UNKNOWN_FREQ))
+#: The IDFs of the words seen so far (a site's pages share most of their words), up to this many.
+_IDF_CACHE_SIZE = 1 << 17
+_idf_cache: dict[str, float] = {}
+
+
+def _idfs(words: list[str]) -> np.ndarray:
+    """The IDF of each of the distinct ``words``: jieba's for a Chinese word, looked up at once
+    for the words not seen before; wordfreq's for another."""
+    missing = [word for word in words if word not in _idf_cache]
+    if len(_idf_cache) + len(missing) > _IDF_CACHE_SIZE:
+        _idf_cache.clear()
+        missing = words
+    chinese_words = [word for word in missing if _CJK_RUN.match(word)]
+    _idf_cache.update(zip(chinese_words, chinese.idfs(chinese_words).tolist(), strict=True))
+    english, unknown = _english_idf(), -math.log(_UNKNOWN_FREQ)
+    _idf_cache.update((w, english.get(w, unknown)) for w in missing if not _CJK_RUN.match(w))
+    return np.fromiter(map(_idf_cache.__getitem__, words), dtype=np.float64, count=len(words))
 
 
 def extract_features(
@@ -289,37 +300,49 @@ def extract_features(
 def line_features(
     lines: list[list[str]], settings: FeatureSettings | None = None
 ) -> tuple[list[str], np.ndarray]:
-    """:func:`extract_features` of text already split by :func:`tokenize_lines`."""
+    """:func:`extract_features` of text already split by :func:`tokenize_lines`.
+
+    A feature's count and its lines' shares are summed occurrence by occurrence in text order
+    (``np.bincount`` adds in that order, as a loop would), its IDF is its first occurrence's."""
     settings = settings or FeatureSettings()
-    counts: Counter[str] = Counter()
-    shares: defaultdict[str, float] = defaultdict(float)
-    idfs: dict[str, float] = {}  # feature -> its IDF (a shingle: the mean of its words')
-    n = settings.shingle
+    n, full = settings.shingle, settings.full_line
+    tokens: list[str] = []  # every kept word, line after line
+    units: list[str] = []  # every feature occurrence: a word, or a shingle of n words
+    starts: list[int] = []  # where each unit's first word is in ``tokens``
+    shares: list[float] = []  # the share of each unit's line
+    grams: list[bool] = []  # whether each line's units are shingles
+    lengths: list[int] = []  # units of each line
     for line in lines:
-        share: float = min(1.0, len(line) / settings.full_line) if settings.full_line else 1.0
-        tokens = line if settings.digits else [t for t in line if not _DIGITS.fullmatch(t)]
-        word_idfs = [_idf(t) for t in tokens]
-        if settings.kind == "shingles" and len(tokens) >= n:
-            for i in range(len(tokens) - n + 1):
-                gram = " ".join(tokens[i : i + n])
-                counts[gram] += 1
-                shares[gram] += share
-                idfs.setdefault(gram, sum(word_idfs[i : i + n]) / n)
-            continue
-        for token, idf in zip(tokens, word_idfs, strict=True):
-            counts[token] += 1
-            shares[token] += share
-            idfs.setdefault(token, idf)
-    if not counts:
+        kept = line if settings.digits else list(filterfalse(str.isdecimal, line))
+        share = min(1.0, len(line) / full) if full else 1.0
+        first = len(tokens)
+        tokens += kept
+        shingles = settings.kind == "shingles" and len(kept) >= n
+        found = (
+            list(map(" ".join, zip(*(kept[i:] for i in range(n)), strict=False)))
+            if shingles
+            else kept
+        )
+        units += found
+        starts += range(first, first + len(found))
+        shares += [share] * len(found)
+        grams.append(shingles)
+        lengths.append(len(found))
+    if not units:
         return [], np.zeros(0, dtype=np.float64)
-    features = list(counts)
-    tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-    mean_share = np.fromiter(shares.values(), dtype=np.float64, count=len(counts)) / tf
+    index = {unit: i for i, unit in enumerate(dict.fromkeys(units))}
+    features = list(index)
+    ids = np.fromiter(map(index.__getitem__, units), dtype=np.intp, count=len(units))
+    tf = np.bincount(ids, minlength=len(features)).astype(np.float64)
+    mean_share = np.bincount(ids, weights=shares, minlength=len(features)) / tf
     if settings.sublinear_tf:
         tf = 1.0 + np.log(tf)
     tf *= mean_share
     if settings.weighting == "tfidf":
-        weights = tf * np.fromiter((idfs[f] for f in features), dtype=np.float64, count=len(tf))
+        _, first_seen = np.unique(ids, return_index=True)
+        weights = (
+            tf * _unit_idfs(tokens, np.asarray(starts), np.repeat(grams, lengths), n)[first_seen]
+        )
     else:
         weights = tf
     if settings.top_n is not None and len(features) > settings.top_n:
@@ -329,3 +352,19 @@ def line_features(
         features = [features[i] for i in keep]
         weights = weights[keep]
     return features, weights
+
+
+def _unit_idfs(tokens: list[str], starts: np.ndarray, grams: np.ndarray, n: int) -> np.ndarray:
+    """The IDF of each unit starting at ``starts`` of ``tokens``: its word's, or for a shingle
+    (``grams``) the mean of its n words' (summed left to right, as ``sum`` does)."""
+    index = {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+    word_idfs = _idfs(list(index))
+    ids = np.fromiter(map(index.__getitem__, tokens), dtype=np.intp, count=len(tokens))
+    idfs = word_idfs[ids[starts]]
+    if grams.any():
+        at = starts[grams]
+        total = idfs[grams]
+        for i in range(1, n):
+            total = total + word_idfs[ids[at + i]]
+        idfs[grams] = total / n
+    return idfs
