@@ -14,7 +14,10 @@ repository:
     python benchmarks/extraction_check.py --save /tmp/extract-ref.json.gz   # in one checkout
     python benchmarks/extraction_check.py --against /tmp/extract-ref.json.gz  # in another
 
-It prints the pages whose text differs (exit status 1 if any) and the CPU ms per page.
+It prints the pages whose text differs (exit status 1 if any) and the CPU ms per page. With
+``--fingerprints`` (with ``--save`` or ``--against``) each text's words (tokenize_lines), its
+fingerprint and signature and its sentences are compared too, and so are those of every
+zh-extract hand-copied text and every THUCNews article.
 """
 
 from __future__ import annotations
@@ -103,6 +106,33 @@ def texts_of(keys: list[str], extracted: list[Extracted]) -> dict[str, str]:
     return texts
 
 
+def fingerprinted(texts: dict[str, str]) -> dict[str, str]:
+    """``key#fingerprints`` -> the words, fingerprint, signature and sentences of each text,
+    and of the zh-extract hand-copied texts and THUCNews articles, as one string each."""
+    from _data import data_dir
+
+    from nearDupe.features import tokenize_lines
+    from nearDupe.shorttext import sentences
+    from nearDupe.simhash import fingerprint_and_signature
+
+    every = dict(texts)
+    for path in sorted((data_dir() / "zh-extract" / "cleaned").glob("*.txt")):
+        every[f"zh-cleaned/{path.stem}"] = path.read_text(encoding="utf-8-sig")
+    news = (data_dir() / "thucnews" / "cnews.sample.txt").read_text(encoding="utf-8")
+    for i, line in enumerate(news.splitlines()):
+        every[f"thucnews/{i}"] = line.partition("\t")[2]
+    return {
+        f"{key}#fingerprints": repr(
+            (
+                tokenize_lines(text),
+                fingerprint_and_signature(text),
+                sentences(text) if text.strip() else (),
+            )
+        )
+        for key, text in every.items()
+    }
+
+
 def report_ms(name: str, extracted: list[Extracted]) -> None:
     """One line: median, mean and total CPU ms of the extractions."""
     ms = [x[2] for x in extracted]
@@ -132,6 +162,9 @@ def main() -> None:
     group.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--show", type=int, default=5, help="print this many differing pages")
     parser.add_argument("--sets", default="en,zh,wcxb-all", help="which sets (en, zh, wcxb-all)")
+    parser.add_argument(
+        "--fingerprints", action="store_true", help="compare words and fingerprints too"
+    )
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
@@ -160,6 +193,8 @@ def main() -> None:
     extracted = [extract(extract_main_text, html) for html in pages.values()]
     report_ms("this checkout", extracted)
     texts = texts_of(list(pages), extracted)
+    if args.fingerprints:
+        texts |= fingerprinted(texts)
     if args.save:
         args.save.write_bytes(gzip.compress(json.dumps(texts).encode("utf-8")))
         print(f"saved {len(texts)} texts to {args.save}")

@@ -195,11 +195,11 @@ def _filter() -> np.ndarray:
 class _Dag(NamedTuple):
     """jieba's DAG of a text, flat: the dictionary words starting at position i are
     ``ends[bounds[i]:bounds[i + 1]]`` (their last positions, shortest first), each weighing
-    ``logs[j]``, the log of its count."""
+    ``weights[j]``, jieba's log of its count minus the log of the total."""
 
     bounds: list[int]
     ends: list[int]
-    logs: list[float]
+    weights: list[float]
 
 
 def _dag(text: str) -> _Dag:
@@ -228,14 +228,16 @@ def _dag(text: str) -> _Dag:
     bounds = np.searchsorted(start[order], np.arange(n + 1))
     ends = (start + length - 1)[order]
     count = np.concatenate(counts)[order]
-    return _Dag(bounds.tolist(), ends.tolist(), list(map(math.log, count.tolist())))
+    log_total = t.log_total
+    weights = [math.log(c) - log_total for c in count.tolist()]
+    return _Dag(bounds.tolist(), ends.tolist(), weights)
 
 
 def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
     """jieba's ``__cut_DAG`` (HMM on) of a run of its ``re_han_default`` characters, which
     starts at ``offset`` of the text ``dag`` is of; its words go to ``words``."""
     log_total, n = tables().log_total, len(block)
-    bounds, ends, logs = dag
+    bounds, ends, weights = dag
     score: list[float] = [0.0] * (n + 1)
     end: list[int] = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
@@ -244,10 +246,11 @@ def _cut_block(block: str, offset: int, dag: _Dag, words: list[str]) -> None:
             score[i], end[i] = 0.0 - log_total + score[i + 1], i
             continue
         best, best_end = -math.inf, -1
-        for j in range(lo, hi):  # max() of jieba's (score, end) pairs: a tie goes to the longer
+        # max() of jieba's (score, end) pairs: a tie goes to the longer, which comes later.
+        for j in range(lo, hi):
             x = ends[j] - offset
-            value = logs[j] - log_total + score[x + 1]
-            if value > best or (value == best and x > best_end):
+            value = weights[j] + score[x + 1]
+            if value >= best:
                 best, best_end = value, x
         score[i], end[i] = best, best_end
 
