@@ -93,6 +93,16 @@ def _hashes_of(words: list[str]) -> np.ndarray:
     return np.asarray(_finish((sums[ends] - sums[starts]) * inverses[starts], lengths))
 
 
+def _prefix_hashes(words: list[str]) -> np.ndarray:
+    """The hash of every shorter prefix of each word (as :func:`_hashes_of` would give them)."""
+    sums, inverses = _prefix_sums("".join(words))
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    many = np.maximum(lengths - 1, 0)  # prefixes of each word
+    starts = np.repeat(np.cumsum(lengths) - lengths, many)
+    sizes = np.arange(len(starts)) - np.repeat(np.cumsum(many) - many, many) + 1  # 1, 2, ...
+    return np.asarray(_finish((sums[starts + sizes] - sums[starts]) * inverses[starts], sizes))
+
+
 def _jieba_dir() -> Path:
     import jieba
 
@@ -116,8 +126,9 @@ def _build() -> _Tables:
     words = fields[0::3]
     counts = np.fromiter(map(int, fields[1::3]), dtype=np.int64, count=len(words))
     word_keys, word_counts = _last_of_each(words, counts)
-    prefixes = _hashes_of([word[:size] for word in words for size in range(1, len(word))])
-    keys = np.union1d(word_keys, prefixes)
+    prefixes = _prefix_hashes(words)
+    keys = np.sort(np.concatenate((word_keys, prefixes)))
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # np.unique, without its hash
     keys_counts = np.zeros(len(keys), dtype=np.int64)
     keys_counts[np.searchsorted(keys, word_keys)] = word_counts
     pairs = (_jieba_dir() / "analyse" / "idf.txt").read_bytes().decode("utf-8").split()
