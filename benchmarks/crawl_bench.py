@@ -8,14 +8,14 @@ NEARDUPE_GC_FREEZE), and the per-page CPU cost of extraction, fingerprinting and
 
     python benchmarks/crawl_bench.py [--copies 1] [--workers 2] [--rounds 2] [--variants]
 
-Plain Scrapy and the plugin crawl in turn, round after round; each plugin crawl's ratio is to
-the plain crawl of its round.
+Plain Scrapy and the plugin crawl in turn, round after round, the order reversed every other
+round; each plugin crawl's ratio is to the plain crawl of its round.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
+import itertools
 import json
 import os
 import resource
@@ -24,11 +24,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from statistics import median
 
 from _data import data_dir
+from _harness import Column, Table, alternating, arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = data_dir()
@@ -134,8 +136,8 @@ def component_costs(pages: dict[str, bytes], limit: int = 150) -> dict[str, floa
 
 
 def main() -> None:
-    """Run both crawls and print the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Run both crawls, round after round, and print the comparison."""
+    parser = arguments(__doc__, rounds=2)
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -144,7 +146,6 @@ def main() -> None:
         help="another checkout of nearDupe (e.g. a git worktree of an earlier commit): its "
         "crawl runs in each round too, beside this one's",
     )
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of plain, then plugin")
     parser.add_argument(
         "--variants",
         action="store_true",
@@ -155,45 +156,62 @@ def main() -> None:
     httpd = serve(pages)
     url = f"http://127.0.0.1:{httpd.server_address[1]}"
     print(f"{len(pages) - 1} pages on {url}, {os.cpu_count()} cores, load {load_average()}")
-    runs: dict[str, dict[str, float]] = {}
     workers = {"NEARDUPE_WORKERS": args.workers}
-    # (name, settings, checkout, round): each run is compared with the plain crawl of its round.
-    plans: list[tuple[str, dict[str, object], Path, int]] = []
-    for i in range(1, args.rounds + 1):
-        plans.append((f"plain, round {i}", {"NEARDUPE_ENABLED": "False"}, ROOT, i))
-        plans.append((f"nearDupe ({args.workers} processes), round {i}", workers, ROOT, i))
-        if args.against:
-            plans.append((f"{args.against.name}, round {i}", workers, args.against, i))
-    if args.variants:
-        plans.append(("nearDupe (1 thread)", {"NEARDUPE_WORKERS": 0}, ROOT, args.rounds))
-        gc: dict[str, object] = {"NEARDUPE_GC_FREEZE": False}
-        plans.append(("nearDupe, NEARDUPE_GC_FREEZE=False", gc, ROOT, args.rounds))
-    ratios: dict[str, list[float]] = {}
+    sides: dict[str, tuple[dict[str, object], Path]] = {
+        "plain": ({"NEARDUPE_ENABLED": "False"}, ROOT),
+        f"nearDupe ({args.workers} processes)": (workers, ROOT),
+    }
+    if args.against:
+        sides[args.against.name] = (workers, args.against)
+    variants: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, settings, root, _ in plans:
-            workdir = Path(tmp) / str(len(runs))
-            workdir.mkdir()
-            runs[name] = crawl(url, workdir, settings, root)
+        workdirs = (Path(tmp) / str(i) for i in itertools.count())
+
+        def side(settings: dict[str, object], root: Path) -> Callable[[], dict[str, float]]:
+            def run() -> dict[str, float]:
+                workdir = next(workdirs)
+                workdir.mkdir()
+                return crawl(url, workdir, settings, root)
+
+            return run
+
+        runs = alternating({name: side(*plan) for name, plan in sides.items()}, args.rounds)
+        if args.variants:
+            variants["nearDupe (1 thread)"] = side({"NEARDUPE_WORKERS": 0}, ROOT)()
+            gc: dict[str, object] = {"NEARDUPE_GC_FREEZE": False}
+            variants["nearDupe, NEARDUPE_GC_FREEZE=False"] = side(gc, ROOT)()
     httpd.shutdown()
-    header = f"{'run':36} {'pages':>6} {'pages/s':>8} {'ratio':>6} {'cores':>6} {'stall ms':>9}"
-    print(header + " >50ms full-GC ms kept/dropped")
-    for name, _, _, round_ in plans:
-        run, plain = runs[name], runs[f"plain, round {round_}"]
-        pages_crawled = run["response_count"]
-        rate = pages_crawled / run["elapsed"]
-        ratio = rate / (plain["response_count"] / plain["elapsed"])
-        kind = name.rsplit(", round", 1)[0]
-        ratios.setdefault(kind, []).append(ratio)
-        print(
-            f"{name:36} {pages_crawled:6d} {rate:8.1f} {ratio:6.2f} "
-            f"{run['cpu'] / run['wall']:6.2f} {run['max_stall_ms']:9.1f} "
-            f"{run['stalls_over_50ms']:5d} {run['longest_full_gc_ms']:10.1f} "
-            f"{run.get('kept', '-')}/{run.get('dropped', '-')}"
-        )
-    for kind, values in ratios.items():
-        if not kind.startswith("plain") and len(values) > 1:
-            print(f"{kind}: median {median(values):.2f} of plain Scrapy's pages/s "
-                  f"({min(values):.2f}-{max(values):.2f}, {len(values)} rounds)")  # fmt: skip
+    # Each run is compared with the plain crawl of its round (a variant: the last round's).
+    plain = [rate(run) for run in runs["plain"]]
+    rows = [
+        (f"{name}, round {i}", run, plain[i - 1])
+        for name, results in runs.items()
+        for i, run in enumerate(results, 1)
+    ]
+    rows += [(name, run, plain[-1]) for name, run in variants.items()]
+    table = Table(
+        Column("run", 36),
+        Column("pages", 6, "d"),
+        Column("pages/s", 8, ".1f"),
+        Column("ratio", 6, ".2f"),
+        Column("cores", 6, ".2f"),
+        Column("stall ms", 9, ".1f"),
+        Column(">50ms", 5, "d"),
+        Column("full-GC ms", 10, ".1f"),
+        Column("kept/dropped", 12),
+    )
+    table.heading()
+    for name, run, plain_rate in rows:
+        table.row(
+            name, int(run["response_count"]), rate(run), rate(run) / plain_rate,
+            run["cpu"] / run["wall"], run["max_stall_ms"], int(run["stalls_over_50ms"]),
+            run["longest_full_gc_ms"], f"{run.get('kept', '-')}/{run.get('dropped', '-')}",
+        )  # fmt: skip
+    for name, results in runs.items():
+        ratios = [rate(run) / p for run, p in zip(results, plain, strict=True)]
+        if name != "plain" and len(ratios) > 1:
+            print(f"{name}: median {median(ratios):.2f} of plain Scrapy's pages/s "
+                  f"({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} rounds)")  # fmt: skip
     if args.against:
         return
     costs = component_costs(pages)
@@ -201,6 +219,11 @@ def main() -> None:
         "median CPU ms per page (in one process): "
         + ", ".join(f"{k} {v:.2f}" for k, v in costs.items())
     )
+
+
+def rate(run: dict[str, float]) -> float:
+    """A crawl's pages a second."""
+    return run["response_count"] / run["elapsed"]
 
 
 def load_average() -> str:
