@@ -7,9 +7,10 @@ import itertools
 import logging
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakSet
 
 from scrapy import signals
+from scrapy.exceptions import NotConfigured
 
 from nearDupe._settings import Config, unknown_settings
 from nearDupe.analysis import Analysis
@@ -56,6 +57,8 @@ class ItemLinks:
 
 
 _STATES: WeakKeyDictionary[Crawler, CrawlState] = WeakKeyDictionary()
+#: Crawlers told, in one INFO line, that nearDupe is disabled.
+_DISABLED: WeakSet[Crawler] = WeakSet()
 
 
 class CrawlState:
@@ -81,6 +84,12 @@ class CrawlState:
                 config = Config.from_settings(crawler.settings)
             except SettingsError as exc:
                 raise refuse("nearDupe: setting %s; the crawl does not start", exc) from None
+            except NotConfigured:
+                # Bare: Scrapy logs a WARNING for each component whose NotConfigured says why.
+                if crawler not in _DISABLED:
+                    _DISABLED.add(crawler)
+                    logger.info("nearDupe: disabled (NEARDUPE_ENABLED = False)")
+                raise NotConfigured from None
             state = _STATES[crawler] = cls(crawler, config)
         return state
 

@@ -107,6 +107,8 @@ def test_disabled_plugin_is_not_configured(site, tmp_path: Path) -> None:
     assert result.returncode == 0, result.log[-3000:]
     assert not any(k.startswith("neardupe/") for k in result.stats)
     assert len(result.items) == 11  # every HTML page: 9 articles, the home page, a tiny one
+    assert result.log.count("nearDupe: disabled (NEARDUPE_ENABLED = False)") == 1
+    assert "Disabled <class 'nearDupe" not in result.log, "no WARNING per component"
 
 
 def _brief_crawl(
