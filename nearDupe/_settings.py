@@ -16,8 +16,9 @@ from nearDupe.designs import Design, known_designs
 from nearDupe.errors import SettingsError
 from nearDupe.features import FeatureSettings
 from nearDupe.mirrors import MirrorRule
-from nearDupe.store import REDIS_SCHEMES, is_redis_url, public_location, recrawl
+from nearDupe.store import recrawl
 from nearDupe.store.base import NO_CONFIRMATION, SENTENCE_SHARE, IndexHeader
+from nearDupe.store.location import REDIS_SCHEMES, is_redis_url, public_location
 
 #: Default k, for both backends: the paper's k=3, whose 4-table design answers a lookup from a
 #: few thousand candidates even at 10^8 pages; the copies that need k=8-10 are caught by

@@ -31,7 +31,7 @@ from twisted.internet.task import deferLater
 
 from nearDupe.errors import StoreUnavailable
 from nearDupe.shorttext import Sentences
-from nearDupe.store import public_location
+from nearDupe.store.location import public_location
 
 try:
     import fcntl

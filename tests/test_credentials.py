@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nearDupe.store import public_location
+from nearDupe.store.location import public_location
 from tests.crawl import assert_refused_at_start, run_crawl
 from tests.mockserver import MockServer
 from tests.redis_server import RedisServer, free_port, require_redis

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from nearDupe.mirrors import MirrorRule
 from nearDupe.shorttext import Sentences
@@ -14,6 +13,7 @@ from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import recrawl
 from nearDupe.store.base import IndexHeader, Match, storable_key
 from nearDupe.store.droplog import Drop
+from nearDupe.store.location import is_redis_url
 
 if TYPE_CHECKING:
     from nearDupe.store.embedded import EmbeddedIndex
@@ -190,40 +190,6 @@ class EmbeddedStore:
         finally:
             if self._thread is not None:
                 self._thread.shutdown(wait=True)
-
-
-#: Index locations with these schemes are a shared Redis; anything else is a directory.
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def is_redis_url(location: str | None) -> bool:
-    """Whether ``location`` names a Redis index rather than an embedded directory."""
-    return bool(location) and str(location).startswith(REDIS_SCHEMES)
-
-
-#: Query parameters of an index URL that hold secrets (redis-py reads ``password``).
-_SECRET_PARAMS = frozenset({"password", "pass", "pwd", "secret", "token", "auth"})
-
-
-def public_location(location: str) -> str:
-    """The index location as it may be shown (logs, reports, command output): a URL's
-    password, and any query parameter holding a secret, replaced by ``***``."""
-    if not is_redis_url(location):
-        return location
-    parts = urlsplit(location)
-    netloc = parts.netloc
-    if "@" in netloc:
-        credentials, host = netloc.rsplit("@", 1)
-        user = credentials.split(":", 1)[0] if ":" in credentials else ""
-        netloc = f"{user}:***@{host}" if ":" in credentials or not user else f"{user}@{host}"
-    query = urlencode(
-        [
-            (name, "***" if name.lower() in _SECRET_PARAMS else value)
-            for name, value in parse_qsl(parts.query, keep_blank_values=True)
-        ],
-        safe="*",
-    )
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def open_store(location: str, header: IndexHeader, **options: Any) -> Store:

@@ -33,8 +33,8 @@ from redis.utils import HIREDIS_AVAILABLE
 
 from nearDupe.designs import Design
 from nearDupe.errors import IndexAccessDenied, IndexFileError, StoreUnavailable
-from nearDupe.store import public_location
 from nearDupe.store.base import IndexHeader
+from nearDupe.store.location import public_location
 from nearDupe.store.redis_failures import (
     FULL_ERRORS,
     REFUSALS,
