@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from nearDupe.sitetemplate import SITE_LINES
 from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Store
 from nearDupe.store.redis import RedisStore
-from nearDupe.store.sites import learned
+from nearDupe.store.sites import CACHED_SITES, learned
 from tests.redis_server import RedisServer, require_redis
 
 pytestmark = pytest.mark.redis
@@ -67,3 +68,33 @@ def test_embedded_and_redis_forget_the_same_lines(tmp_path: Path) -> None:
         memories = asyncio.run(crawl(redis.url))
     for memory in memories:
         assert memory == list(expected.items())
+
+
+def test_sites_learned_without_a_new_page_reach_the_disk_and_leave_memory(
+    tmp_path: Path,
+) -> None:
+    """A re-crawl that adds no page still learns each host's lines: they are committed within
+    the commit interval, so the memory holds at most CACHED_SITES of them however many hosts."""
+    index = EmbeddedIndex(tmp_path / "index", IndexHeader(), commit_interval=0.05)
+    store = EmbeddedStore(index)
+    hosts = CACHED_SITES + 500
+    rng = random.Random(5)
+
+    async def recrawl() -> None:
+        for n in range(hosts):
+            await store.learn_site(
+                f"h{n}.example", n + 1, [rng.getrandbits(64) for _ in range(40)]
+            )
+            if n % 100 == 99:
+                await asyncio.sleep(0.2)  # a commit interval passes, as in a crawl
+        await asyncio.sleep(0.2)
+        await store.site_template("last.example")  # a new host: the oldest saved ones go
+
+    try:
+        asyncio.run(recrawl())
+        assert len(index.sites._cache) <= CACHED_SITES
+        reader = sqlite3.connect(tmp_path / "index" / "pages.sqlite3")
+        assert reader.execute("SELECT COUNT(*) FROM sites").fetchone()[0] == hosts
+        reader.close()
+    finally:
+        asyncio.run(store.close())

@@ -103,7 +103,7 @@ class EmbeddedIndex:
                 self._db, self.path, Design.named(self.header.design)
             )
             #: What the index's sites taught (see nearDupe/sitetemplate.py).
-            self.sites = _LockedSites(self._db, self._lock)
+            self.sites = _LockedSites(self._db, self._lock, self._commit_if_due)
             #: The sentences every page is recorded under (base.recorded), by page id.
             self.sample, sample_of = embedded_sample.load_counted(self._db, self.path)
             last = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM pages").fetchone()[0]
@@ -328,7 +328,7 @@ class EmbeddedIndex:
         """With commit_interval=0, commit now; else make sure the committer thread runs (called
         without the lock held: a commit takes it)."""
         if self.commit_interval > 0:
-            if self._committer is None and self._unsaved:
+            if self._committer is None and (self._unsaved or self.sites.unsaved()):
                 with self._lock:
                     if self._committer is None:
                         self._committer = threading.Thread(
@@ -338,7 +338,7 @@ class EmbeddedIndex:
             return
         # Also called when nothing is added, so a page kept before a run of duplicates does not
         # wait for the next new page to become durable.
-        if self._unsaved.pages:
+        if self._unsaved.pages or self.sites.unsaved():
             self._try_commit()
 
     def _commit_every_interval(self) -> None:
@@ -346,7 +346,9 @@ class EmbeddedIndex:
         while not self._stop.wait(self.commit_interval):
             if self._lock_file.closed:  # let go without a close (tests that mimic a crash)
                 return
-            if self._unsaved.pages:
+            # Sites too: a re-crawl that adds no page still learns every host's lines, which
+            # leave memory only once they are on disk.
+            if self._unsaved.pages or self.sites.unsaved():
                 try:
                     self._try_commit()
                 except Exception:  # not the disk (that is logged above): keep committing
@@ -480,24 +482,26 @@ class EmbeddedIndex:
 
 class _LockedSites(SqliteSites):
     """The index's sites, read and counted under its lock (a commit takes their writes from
-    its thread and writes them on its own connection)."""
+    its thread and writes them on its own connection); a count is followed by ``counted``
+    (the index's commit when due), outside the lock."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, lock: threading.RLock, counted: Callable[[], None]
+    ) -> None:
         super().__init__(db)
-        for name in _SITE_CALLS:
-            method = getattr(self, name, None)
-            if method is not None:
-                setattr(self, name, _guarded(method, lock))
+        for name, after in (("template", None), ("learn", counted), ("record_host", counted)):
+            setattr(self, name, _guarded(getattr(self, name), lock, after))
 
 
-#: The calls of the sites the store makes (from its thread, while a commit may write them).
-_SITE_CALLS = ("template", "learn", "record_host")
-
-
-def _guarded(method: Callable[..., T], lock: threading.RLock) -> Callable[..., T]:
+def _guarded(
+    method: Callable[..., T], lock: threading.RLock, after: Callable[[], None] | None = None
+) -> Callable[..., T]:
     def call(*args: Any, **kwargs: Any) -> T:
         with lock:
-            return method(*args, **kwargs)
+            result = method(*args, **kwargs)
+        if after is not None:
+            after()
+        return result
 
     return call
 

@@ -151,6 +151,10 @@ class SqliteSites:
         ).fetchone()
         return HostCount(row[0], json.loads(row[1]), row[2]) if row else HostCount()
 
+    def unsaved(self) -> bool:
+        """Whether sites learned from or hosts counted wait for a commit."""
+        return bool(self._dirty or self._hosts)
+
     def take(self) -> list[tuple[str, tuple[object, ...]]]:
         """The writes of the sites learned from and hosts counted since the last take, for
         the caller's commit; they are read from memory until :meth:`done` says it is over."""
