@@ -340,13 +340,9 @@ def cut_each(texts: list[str]) -> list[list[str]]:
     return cuts
 
 
-def idf(word: str) -> float:
-    """jieba's IDF of ``word`` (its table's median for a word it lacks)."""
-    return float(idfs([word])[0])
-
-
 def idfs(words: list[str]) -> np.ndarray:
-    """:func:`idf` of each word, looked up at once (no word: jieba is not even imported)."""
+    """jieba's IDF of each word (its table's median for a word it lacks), looked up at once
+    (no word: jieba is not even imported)."""
     if not words:
         return np.zeros(0, dtype=np.float64)
     t = tables()

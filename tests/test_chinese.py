@@ -54,7 +54,8 @@ def test_idf_is_jiebas() -> None:
 
     table, median = default_tfidf.idf_freq, default_tfidf.median_idf
     words = [*list(table)[::97], "不存在的词语甲乙", "a"]
-    assert [chinese.idf(w) for w in words] == [table.get(w, median) for w in words]
+    assert chinese.idfs(words).tolist() == [table.get(w, median) for w in words]
+    assert len(chinese.idfs([])) == 0
 
 
 def test_hostile_text_is_cut() -> None:
