@@ -31,7 +31,8 @@ def counts_line(stats: dict[str, Any], rate: float | None = None, final: bool = 
     """``nearDupe: 120 items seen (60/min), 80 kept, 30 dropped, 10 skipped (tiny-text 10);
     index holds 80 pages`` (and, when the crawl budget settings saved any, ``; not fetched:
     8 requests to mirror hosts, 30 links of copies``): the progress line, and at the end
-    (``final``) the summary."""
+    (``final``) the summary, which says ``30 dropped as near-duplicates``, or on a re-crawl
+    ``30 dropped (12 as near-duplicates, 18 already stored)``."""
     seen = stats.get("neardupe/seen", 0)
     skipped = {
         name.rsplit("/", 1)[1]: n
@@ -41,10 +42,14 @@ def counts_line(stats: dict[str, Any], rate: float | None = None, final: bool = 
     line = f"nearDupe: {plural(seen, 'item')} seen"
     if rate is not None:
         line += f" ({rate:,.0f}/min)"
-    line += (
-        f", {stats.get('neardupe/kept', 0):,} kept, {stats.get('neardupe/dropped', 0):,} "
-        f"dropped{' as near-duplicates' if final else ''}, {sum(skipped.values()):,} skipped"
-    )
+    dropped = stats.get("neardupe/dropped", 0)
+    stored = stats.get("neardupe/dropped_by/already-stored", 0)
+    line += f", {stats.get('neardupe/kept', 0):,} kept, {dropped:,} dropped"
+    if final and stored:
+        line += f" ({dropped - stored:,} as near-duplicates, {stored:,} already stored)"
+    elif final:
+        line += " as near-duplicates"
+    line += f", {sum(skipped.values()):,} skipped"
     if skipped:
         line += " (" + ", ".join(f"{reason} {n:,}" for reason, n in skipped.items()) + ")"
     size = stats.get("neardupe/index_size")

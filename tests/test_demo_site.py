@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections import Counter
 from collections.abc import Iterator
 from difflib import SequenceMatcher
@@ -203,3 +204,35 @@ def test_pages_spider_with_wrong_arguments_refuses_in_one_line(
     result = crawl.run_crawl(tmp_path, ["crawl", "pages", *args])
     crawl.assert_refused_at_start(result)
     assert said in result.log, result.log[-2000:]
+
+
+def test_a_second_demo_crawl_drops_every_stored_page_as_already_stored(tmp_path: Path) -> None:
+    """The demo's hosts keep their port from one crawl to the next, so a second crawl into
+    the same index meets the URLs it stored: nothing is kept again, each of them is dropped
+    as already stored, and the summary line says how many."""
+    with socket.socket() as probe:  # a port free now, for both crawls
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args, index = ["crawl", "demo", "-a", f"port={port}"], {"NEARDUPE_INDEX": tmp_path / "index"}
+    first = crawl.run_crawl(tmp_path / "first", args, index)
+    assert first.returncode == 0, first.log[-2000:]
+    kept = {line["url"] for line in first.report if line["decision"] == "kept"}
+    assert kept and all(f":{port}/" in url for url in kept)
+    second = crawl.run_crawl(tmp_path / "second", args, index)
+    assert second.returncode == 0, second.log[-2000:]
+    decisions = {line["url"]: line for line in second.report}
+    assert not [line for line in second.report if line["decision"] == "kept"]
+    again = [decisions[url] for url in kept if url in decisions]
+    assert again and all(line["reason"] == "already-stored" for line in again)
+    stored = second.stats["neardupe/dropped_by/already-stored"]
+    assert stored == len(again)
+    assert f"already stored), 0 skipped; index holds {len(kept)} pages" in second.log
+    assert f"{stored} already stored" in second.log
+
+
+def test_the_demo_spider_refuses_a_port_that_is_not_one(tmp_path: Path) -> None:
+    """``-a port=`` takes 0-65535; anything else refuses the crawl in one line."""
+    result = crawl.run_crawl(tmp_path, ["crawl", "demo", "-a", "port=http"])
+    assert result.returncode == 1
+    assert "the demo spider's port must be a whole number" in result.log
+    assert "Traceback" not in result.log

@@ -88,11 +88,14 @@ def partner_routes() -> dict[str, Resource]:
     return routes
 
 
-def mirror_servers() -> dict[str, DemoSiteServer]:
-    """Host kind -> its server (not started)."""
+def mirror_servers(port: int = 0) -> dict[str, DemoSiteServer]:
+    """Host kind -> its server (not started), on ``port`` of its address if that is free."""
     routes = {
         "mirror": mirror_routes,
         "near-mirror": near_mirror_routes,
         "partner": partner_routes,
     }
-    return {kind: DemoSiteServer(ADDRESSES[kind], routes=routes[kind]) for kind in ADDRESSES}
+    return {
+        kind: DemoSiteServer(ADDRESSES[kind], port, routes[kind], any_port_if_taken=True)
+        for kind in ADDRESSES
+    }

@@ -141,8 +141,11 @@ class DemoSiteServer:
         host: str = "127.0.0.1",
         port: int = 0,
         routes: Callable[[], dict[str, Resource]] = build_routes,
+        *,
+        any_port_if_taken: bool = False,
     ) -> None:
         self._address = (host, port)
+        self._any_port_if_taken = any_port_if_taken
         self._routes = routes
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -157,7 +160,12 @@ class DemoSiteServer:
     def start(self) -> DemoSiteServer:
         """Bind the port and serve from a background thread."""
         if self._httpd is None:
-            self._httpd = _Server(self._address, self._routes())
+            try:
+                self._httpd = _Server(self._address, self._routes())
+            except OSError:
+                if not self._any_port_if_taken:
+                    raise
+                self._httpd = _Server((self._address[0], 0), self._routes())
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever, name="demosite", daemon=True
             )

@@ -13,9 +13,14 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
+from nearDupe.refusal import refuse
 from spiders.common import article_item, same_host_links
 from spiders.demosite.mirrors import ADDRESSES, mirror_servers
 from spiders.demosite.server import DemoSiteServer
+
+#: The demo hosts' port when it is free (``-a port=N`` chooses another), so that a second
+#: crawl meets the same URLs.
+PORT = 8731
 
 
 class DemoSpider(Spider):
@@ -41,8 +46,9 @@ class DemoSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> DemoSpider:
         """Create the spider, start the demo servers and stop them when the spider closes."""
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.server = DemoSiteServer().start()
-        spider.mirrors = {kind: server.start() for kind, server in mirror_servers().items()}
+        port = _port(kwargs.get("port", PORT))
+        spider.server = DemoSiteServer(port=port, any_port_if_taken=True).start()
+        spider.mirrors = {kind: server.start() for kind, server in mirror_servers(port).items()}
         crawler.signals.connect(spider.stop_server, signal=signals.spider_closed)
         crawler.signals.connect(spider.crawl_mirrors, signal=signals.spider_idle)
         return spider
@@ -76,3 +82,18 @@ class DemoSpider(Spider):
         host = urlsplit(response.url).hostname or ""
         links = same_host_links(self.link_extractor, response, host)
         yield from response.follow_all(links, self.parse)
+
+
+def _port(port: str | int) -> int:
+    """``-a port=N`` as a TCP port (0: any free one)."""
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise refuse(
+            "the demo spider's port must be a whole number from 0 to 65535, got %r; "
+            "the crawl does not start",
+            port,
+        )
+    return number
