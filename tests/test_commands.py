@@ -409,6 +409,7 @@ def test_clusters_respect_signatures(tmp_path: Path) -> None:
     from nearDupe.commands._index import IndexView
     from nearDupe.commands.clusters import find_clusters, pages_of
     from nearDupe.store import EmbeddedIndex, IndexHeader
+    from nearDupe.store.embedded_view import EmbeddedView
 
     a, signature = 0x0F0F_1234_5678_9ABC, 0x1111_2222_3333_4444
     b, c = a ^ 0b11, a ^ 0b100
@@ -416,7 +417,7 @@ def test_clusters_respect_signatures(tmp_path: Path) -> None:
         assert index.check_and_add(a, "https://a", signature) is None
         assert index.check_and_add(b, "https://b", ~signature & (2**64 - 1)) is None
         assert index.check_and_add(c, "https://c", signature ^ 1).key == "https://a"
-    view = IndexView.from_directory(tmp_path)
+    view = IndexView(EmbeddedView(tmp_path))
     report = [
         {
             "url": "https://c",

@@ -108,3 +108,92 @@ def test_stats_prints_the_format_of_the_redis_index(tmp_path: Path) -> None:
         old = neardupe(tmp_path, "stats", "-s", "NEARDUPE_INDEX_NAME=old", index=redis.url)
         assert old.returncode == 1 and "has an unknown layout" in old.stderr, old.stderr
         assert "Traceback" not in old.stderr
+
+
+def test_an_embedded_and_a_redis_index_answer_alike(
+    crawl: tuple[Path, CrawlResult], tmp_path: Path
+) -> None:
+    """The same feed imported into an embedded and a Redis index, the same site lines and
+    mirror learned by both: their read-only views answer every call alike, and every inspect
+    command prints the same answers (but for where the index lives and what only one keeps:
+    files, the time pages were added)."""
+    import asyncio
+    import dataclasses
+
+    from nearDupe.mirrors import MirrorRule
+    from nearDupe.sitetemplate import site_memory, site_of
+    from nearDupe.store import open_store
+    from nearDupe.store.embedded_view import EmbeddedView
+    from nearDupe.store.location import is_redis_url
+    from nearDupe.store.view import ReadOnlyIndex, open_view
+
+    require_redis()
+    tmp, result = crawl
+    items = result.items
+    copies = [{**item, "url": item["url"] + "?copy"} for item in items[:3]]  # dropped
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text(
+        "".join(json.dumps({"url": i["url"], "text": i["text"]}) + "\n" for i in items + copies)
+    )
+    embedded = tmp_path / "index"
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><body><p>{items[1]['text']}</p></body></html>", encoding="utf-8")
+    host = site_memory(site_of("https://news.example/a"), page.read_text(encoding="utf-8"))
+    with RedisServer(tmp_path / "redis") as redis:
+        for index in (str(embedded), redis.url):
+            imported = neardupe(tmp, "import", str(feed), "--json", index=index)  # type: ignore[arg-type]
+            assert imported.returncode == 0, imported.stderr
+        header = EmbeddedView(embedded).header
+
+        async def learn(location: str) -> None:
+            options = {"name": "neardupe"} if is_redis_url(location) else {}
+            store = open_store(location, header, **options)
+            for story in range(6):
+                await store.learn_site(host, story, [1, 2, 3, 100 + story])
+            await store.record_host("mirror.example", "origin.example", MirrorRule(1.0, 1))
+            await store.close()
+
+        views: list[ReadOnlyIndex] = []
+        for location in (str(embedded), redis.url):
+            asyncio.run(learn(location))
+            views.append(open_view(location, header, name="neardupe"))
+        on_disk, in_redis = views
+
+        def untimed(view: ReadOnlyIndex, url: str) -> object:
+            version = view.version(url)
+            return version and dataclasses.replace(version, first_stored=0, last_changed=None)
+
+        assert sorted(p._replace(added=None) for p in on_disk.pages()) == in_redis.pages()
+        assert len(in_redis.pages()) == len(items)
+        assert [dataclasses.replace(d, added=0) for d in on_disk.drops()] == [
+            dataclasses.replace(d, added=0) for d in in_redis.drops()
+        ]
+        assert len(on_disk.drops()) == 3
+        assert on_disk.mirrors() == in_redis.mirrors() == {"mirror.example": "origin.example"}
+        assert on_disk.site(host) == in_redis.site(host) and on_disk.site(host).lines
+        for item in items[:5]:
+            assert untimed(on_disk, item["url"]) == untimed(in_redis, item["url"]) is not None
+        assert untimed(on_disk, "https://elsewhere/") is untimed(in_redis, "https://elsewhere/")
+        assert on_disk.format() != in_redis.format()
+        assert on_disk.disk_bytes() and in_redis.disk_bytes() is None
+
+        answers = []
+        for index in (str(embedded), redis.url):
+            stats = json.loads(neardupe(tmp, "stats", "--json", index=index).stdout)
+            for where in ("index", "format", "disk_bytes", "first_added", "last_added"):
+                stats.pop(where)
+            out = tmp_path / "clusters.jsonl"
+            assert neardupe(tmp, "clusters", "-o", str(out), index=index).returncode == 0
+            clusters = sorted(
+                (sorted(c["pages"]), c["max_distance"], sorted(c["kept"]))
+                for c in map(json.loads, out.read_text().splitlines())
+            )
+            check = json.loads(neardupe(tmp, "check", str(page), "--json", index=index).stdout)
+            check["matches"].sort(key=lambda m: (m["distance"] is None, m["distance"], m["url"]))
+            answers.append((stats, clusters, check))
+        assert answers[0] == answers[1]
+        stats, clusters, check = answers[0]
+        assert stats["pages"] == len(items) and stats["mirrors"]
+        assert any(len(pages) > 1 for pages, _, _ in clusters)
+        assert check["verdict"] == "dropped"
+        assert items[1]["url"] in [m["url"] for m in check["matches"] if m["duplicate"]]

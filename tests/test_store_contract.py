@@ -14,6 +14,7 @@ import pytest
 from nearDupe.errors import IndexSettingsMismatch
 from nearDupe.store import EmbeddedIndex, EmbeddedStore, IndexHeader, Match, Store, droplog
 from nearDupe.store.droplog import Drop
+from nearDupe.store.view import ReadOnlyIndex, open_view
 
 try:
     from redis_server import RedisServer, require_redis
@@ -42,24 +43,23 @@ class Backend:
         assert self.server is not None
         return RedisStore.from_url(self.server.url, header, name=self.name)
 
-    async def holders(self, store: Store, sentence: int) -> int:
-        """How many pages the store records under one sentence."""
-        if isinstance(store, EmbeddedStore):
-            return len(store.index._holders(((sentence, 1),)))
-        from nearDupe.store.redis import RedisStore
-
-        assert isinstance(store, RedisStore)
-        return len(await store.holders(((sentence, 1),)))
-
-    async def drops(self, store: Store) -> list[Drop]:
-        """The drops the store remembers, oldest first (as the inspect commands read them)."""
+    async def view(self, store: Store) -> ReadOnlyIndex:
+        """The read-only view of what ``store`` wrote (committed), as the inspect commands
+        read it; its blocking calls are made off the event loop (``asyncio.to_thread``)."""
         if isinstance(store, EmbeddedStore):
             store.index.commit()
-            return droplog.read(store.index._db)
-        from nearDupe.store.redis import RedisStore
+            return open_view(str(self.path), store.header)
+        assert self.server is not None
+        return open_view(self.server.url, store.header, name=self.name)
 
-        assert isinstance(store, RedisStore)
-        return await store.drops()
+    async def holders(self, store: Store, sentence: int) -> int:
+        """How many pages the store records under one sentence."""
+        view = await self.view(store)
+        return len(await asyncio.to_thread(view.holders, ((sentence, 1),)))
+
+    async def drops(self, store: Store) -> list[Drop]:
+        """The drops the store remembers, oldest first."""
+        return await asyncio.to_thread((await self.view(store)).drops)
 
 
 @pytest.fixture(scope="module")

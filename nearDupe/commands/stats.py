@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import sqlite3
 from collections import Counter
 from typing import Any
 
-from nearDupe.commands._index import IndexView, _read_only, _redis_store
-from nearDupe.store.sites import read_mirrors
+from nearDupe.commands._index import IndexView
 
 
 def decision_counts(decisions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -41,29 +38,6 @@ def nearest_histogram(view: IndexView, radius: int) -> dict[str, int]:
     return histogram
 
 
-def index_mirrors(view: IndexView) -> dict[str, str]:
-    """Mirror host -> the host it mirrors, as the index learned (nearDupe/mirrors.py)."""
-    if view.path is None:
-        assert view.config is not None, "a Redis view keeps its settings"
-        config = view.config
-
-        async def read() -> dict[str, str]:
-            store = _redis_store(config)
-            try:
-                return await store.sites.mirrors()
-            finally:
-                await store.close()
-
-        return asyncio.run(read())
-    db = _read_only(view.path / "pages.sqlite3")
-    try:
-        return read_mirrors(db)
-    except sqlite3.Error:
-        return {}
-    finally:
-        db.close()
-
-
 def index_stats(
     view: IndexView, radius: int, decisions: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -75,12 +49,12 @@ def index_stats(
         "header": view.header.to_dict(),
         "format": view.format,
         "memory_bytes": view.index.nbytes,
-        "disk_bytes": view.disk_bytes(),
+        "disk_bytes": view.reader.disk_bytes(),
         "first_added": _when(min(view.added)) if view.added else None,
         "last_added": _when(max(view.added)) if view.added else None,
         "nearest_radius": radius,
         "nearest_distance": nearest_histogram(view, radius),
-        "mirrors": dict(sorted(index_mirrors(view).items())),
+        "mirrors": dict(sorted(view.reader.mirrors().items())),
     }
     if decisions is not None:
         stats["report"] = decision_counts(decisions)
