@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -94,3 +94,13 @@ class Table:
             for i, (column, cell) in enumerate(zip(self.columns, cells, strict=True))
         )
         print(line.rstrip(), flush=True)
+
+
+def markdown(headings: Sequence[str], rows: Iterable[Sequence[Any]] = ()) -> list[str]:
+    """The lines of a Markdown table: the headings, the rule under them, one line a row (its
+    cells as ``str`` gives them)."""
+    return [
+        "| " + " | ".join(headings) + " |",
+        "|" + "---|" * len(headings),
+        *("| " + " | ".join(map(str, row)) + " |" for row in rows),
+    ]

@@ -14,7 +14,6 @@ Also: Clough-Stevenson answers vs their source, and PAWS-X Chinese pairs (short 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import multiprocessing
 import random
@@ -30,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _harness import arguments, markdown
 from _quality_cases import (
     EDITS,
     CaseSet,
@@ -342,10 +342,14 @@ def _fmt(values: tuple) -> str:
     return f"{p:.3f} {r:.3f} {f1:.3f} {fp:4d}"
 
 
-def _table_row(label: str, table: dict[str, tuple], last: str) -> str:
-    """One Markdown row: label, EN and ZH P / R / F1 / FP, then ``last``."""
+#: The headings of a table of P / R / F1 / FP per language, after its first column's.
+_PRF_HEADINGS = ("EN P", "EN R", "EN F1", "EN FP", "ZH P", "ZH R", "ZH F1", "ZH FP")
+
+
+def _prf_cells(label: str, table: dict[str, tuple], last: str) -> list[str]:
+    """One row's cells: label, EN and ZH P / R / F1 / FP, then ``last``."""
     en, zh = (_fmt(table[lang]).split() for lang in ("en", "zh"))
-    return f"| {label} | " + " | ".join([*en, *zh, last]) + " |"
+    return [label, *en, *zh, last]
 
 
 def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
@@ -357,47 +361,43 @@ def report_main(ev: Evaluation, policy: Policy, out: list[str]) -> None:
         f"signature distance at most confirm_k={CONFIRM_K}); the next row is the same without "
         "it; the others are not confirmed.\n"
     )
-    out.append(
-        "| features | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
-        "| false matches among all different-article pairs EN / ZH |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
     rows = [(0, f"{CURRENT}, confirmed", CONFIRM_K), (0, f"{CURRENT}, not confirmed", NO_CONFIRM)]
     rows += [(i, name, NO_CONFIRM) for i, name in enumerate(names) if i]
+    cells = []
     for i, name, confirm_k in rows:
         allp = ev.all_pair_false_matches(i, K, policy, confirm_k)
         pairs = f"{allp['en'][0]} / {allp['en'][1]}, {allp['zh'][0]} / {allp['zh'][1]}"
-        out.append(_table_row(name, ev.table(i, K, policy, confirm_k), pairs))
+        cells.append(_prf_cells(name, ev.table(i, K, policy, confirm_k), pairs))
+    all_pairs = "false matches among all different-article pairs EN / ZH"
+    out.extend(markdown(["features", *_PRF_HEADINGS, all_pairs], cells))
     for name in dict.fromkeys((CURRENT, RECOMMENDED)):
         i = names.index(name)
         for confirm_k in (CONFIRM_K, NO_CONFIRM):
             how = f"confirm_k={confirm_k}" if confirm_k < NO_CONFIRM else "no confirmation"
             out.append(f"\n### k sweep: {name}, {how} ({policy.name})\n")
-            out.append(
-                "| k | EN P | EN R | EN F1 | EN FP | ZH P | ZH R | ZH F1 | ZH FP "
-                "| all-pair false matches EN / ZH |"
-            )
-            out.append("|---|---|---|---|---|---|---|---|---|---|")
+            cells = []
             for k in range(11):
                 allp = ev.all_pair_false_matches(i, k, policy, confirm_k)
                 pairs = f"{allp['en'][0]} / {allp['zh'][0]}"
-                out.append(_table_row(str(k), ev.table(i, k, policy, confirm_k), pairs))
+                cells.append(_prf_cells(str(k), ev.table(i, k, policy, confirm_k), pairs))
+            all_pairs = "all-pair false matches EN / ZH"
+            out.extend(markdown(["k", *_PRF_HEADINGS, all_pairs], cells))
         out.append(f"\n### Recall per edit kind at k={K}: {name} ({policy.name})\n")
-        out.append("| edit | EN recall | EN pairs | ZH recall | ZH pairs | median d EN / ZH |")
-        out.append("|---|---|---|---|---|---|")
         judged = ev.judged("pos", i, K, policy)
         dist = ev.distances("pos", i)
         pos_lang = ev.lang[ev.pairs["pos"][:, 0]]
+        cells = []
         for edit in EDITS:
-            cells = []
+            row = [edit]
             meds = []
             for lang in ("en", "zh"):
                 sel = (ev.kinds["pos"] == edit) & (pos_lang == lang)
-                cells.append(
-                    f"{judged[sel].mean():.3f} | {int(sel.sum())}" if sel.any() else "- | 0"
-                )
+                recall = f"{judged[sel].mean():.3f}" if sel.any() else "-"
+                row += [recall, str(int(sel.sum()))]
                 meds.append(f"{np.median(dist[sel]):.0f}" if sel.any() else "-")
-            out.append(f"| {edit} | " + " | ".join(cells) + f" | {' / '.join(meds)} |")
+            cells.append([*row, " / ".join(meds)])
+        headings = ["edit", "EN recall", "EN pairs", "ZH recall", "ZH pairs", "median d EN / ZH"]
+        out.extend(markdown(headings, cells))
         neg_lang = ev.lang[ev.pairs["neg"][:, 0]]
         neg_dist = ev.distances("neg", i)
         for lang in ("en", "zh"):
@@ -428,11 +428,7 @@ def report_sentences(ev: Evaluation, policy: Policy, out: list[str], root: Path)
         "up at least the given share of the sentence letters of both (one sentence alone: "
         f"twice the share). Default {SENTENCE_SHARE:.0%}.\n"
     )
-    out.append(
-        "| sentence share | EN R | ZH R | false matches among all different-article pairs "
-        "EN / ZH | PAWS-X pairs matched |"
-    )
-    out.append("|---|---|---|---|---|")
+    cells = []
     for share in (None, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5):
         variant = Policy(
             policy.name, policy.min_length, policy.short, policy.measure, policy.digits, share
@@ -445,11 +441,18 @@ def report_sentences(ev: Evaluation, policy: Policy, out: list[str], root: Path)
             if share is None
             else f"{share:.0%}" + (" (default)" if share == SENTENCE_SHARE else "")
         )
-        out.append(
-            f"| {label} | {judged[pos_lang == 'en'].mean():.3f} "
-            f"| {judged[pos_lang == 'zh'].mean():.3f} | {false['en'][0]} / {false['zh'][0]} "
-            f"| {matched} of {len(paws)} |"
+        cells.append(
+            [
+                label,
+                f"{judged[pos_lang == 'en'].mean():.3f}",
+                f"{judged[pos_lang == 'zh'].mean():.3f}",
+                f"{false['en'][0]} / {false['zh'][0]}",
+                f"{matched} of {len(paws)}",
+            ]
         )
+    all_pairs = "false matches among all different-article pairs EN / ZH"
+    headings = ["sentence share", "EN R", "ZH R", all_pairs, "PAWS-X pairs matched"]
+    out.extend(markdown(headings, cells))
 
 
 def report_clough(root: Path, out: list[str], workers: int) -> None:
@@ -459,8 +462,7 @@ def report_clough(root: Path, out: list[str], workers: int) -> None:
     fps = np.array(run_pool(_fingerprints, texts, workers), dtype=np.uint64)
     orig = {r[1]: i for i, r in enumerate(rows) if r[2] == "orig"}
     out.append(f"\n## Clough-Stevenson answers vs their source text (k={K})\n")
-    out.append("| features | category | n | min | median | max | share within k |")
-    out.append("|---|---|---|---|---|---|---|")
+    cells = []
     for s, name in enumerate(SETTINGS):
         if name not in (CURRENT, RECOMMENDED, "2-shingles tfidf", "3-shingles tfidf"):
             continue
@@ -470,10 +472,10 @@ def report_clough(root: Path, out: list[str], workers: int) -> None:
                 by_cat[cat].append(int(fps[i, s] ^ fps[orig[task], s]).bit_count())
         for cat in ("cut", "light", "heavy", "non"):
             d = np.array(by_cat[cat])
-            out.append(
-                f"| {name} | {cat} | {len(d)} | {d.min()} | {np.median(d):.0f} | {d.max()} "
-                f"| {(d <= K).mean():.2f} |"
-            )
+            median, within = f"{np.median(d):.0f}", f"{(d <= K).mean():.2f}"
+            cells.append([name, cat, len(d), d.min(), median, d.max(), within])
+    headings = ["features", "category", "n", "min", "median", "max", "share within k"]
+    out.extend(markdown(headings, cells))
 
 
 def _fp_one(text: str) -> int:
@@ -500,11 +502,12 @@ def report_short(
         f"punctuation folding) and are left out. Sentence length: median "
         f"{np.median(lens):.0f} chars, max {max(lens)}.\n"
     )
-    out.append("| features | pairs within k=3 (simhash alone) | within k=1 | within k=0 |")
-    out.append("|---|---|---|---|")
+    cells = []
     for i, name in enumerate(SETTINGS):
         d = hamming(fps[0::2, i], fps[1::2, i])
-        out.append(f"| {name} | {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |")
+        cells.append([name, (d <= 3).sum(), (d <= 1).sum(), (d == 0).sum()])
+    headings = ["features", "pairs within k=3 (simhash alone)", "within k=1", "within k=0"]
+    out.extend(markdown(headings, cells))
     out.append("\n```")
     out.extend(histogram(f"PAWS-X pair distances ({RECOMMENDED})", {"pairs": pd}, top=24))
     out.append("```")
@@ -518,11 +521,7 @@ def report_short(
         f"{SENTENCE_PAGE_LETTERS} letters, {SENTENCE_SHARE:.0%} of both texts' sentence letters "
         "shared (one sentence alone: twice that).\n"
     )
-    out.append(
-        f"| m | median chars | texts | dropped by the plugin | within k={K} and confirmed "
-        f"(≤ {CONFIRM_K}) | within k=8 | within k=6 | within k=3 | within k=1 | within k=0 |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    cells = []
     for m in (1, 2, 3, 5, 8, 12):
         groups = [paws[i : i + m] for i in range(0, len(paws) - m + 1, m)]
         a_texts = ["\n".join(g[0] for g in grp) for grp in groups]
@@ -546,11 +545,13 @@ def report_short(
         )
         dropped = (long & confirmed) | (short & same) | shared
         med = np.median([len(t) for t in a_texts])
-        out.append(
-            f"| {m} | {med:.0f} | {len(d)} | {dropped.sum()} | {confirmed.sum()} "
-            f"| {(d <= 8).sum()} "
-            f"| {(d <= 6).sum()} | {(d <= 3).sum()} | {(d <= 1).sum()} | {(d == 0).sum()} |"
+        cells.append(
+            [m, f"{med:.0f}", len(d), dropped.sum(), confirmed.sum()]
+            + [(d <= within).sum() for within in (8, 6, 3, 1, 0)]
         )
+    confirmed_within = f"within k={K} and confirmed (≤ {CONFIRM_K})"
+    headings = ["m", "median chars", "texts", "dropped by the plugin", confirmed_within]
+    out.extend(markdown(headings + [f"within k={k}" for k in (8, 6, 3, 1, 0)], cells))
     rng = random.Random(7)
     articles = load_articles(root)
     if quick:
@@ -567,11 +568,7 @@ def report_short(
         "Long set: the page-level near-duplicate set above (P / R)."
     )
     out.append("")
-    out.append(
-        "| policy | PAWS-X false drops | brief recall | brief recall at 60/120/250/400 chars "
-        "| brief recall: counter/typo/sentence-added | long EN P / R | long ZH P / R |"
-    )
-    out.append("|---|---|---|---|---|---|---|")
+    cells = []
     targets = np.array([b[4] for b in briefs])
     edits = np.array([b[3] for b in briefs])
     for p in policies:
@@ -589,10 +586,18 @@ def report_short(
             f"{brief[edits == e].mean():.2f}" for e in ("counter", "typo", "sentence-added")
         )
         t = ev.table(s, K, p)
-        out.append(
-            f"| {p.name} | {int(paws_fd.sum())} | {brief.mean():.3f} | {by_len} | {by_edit} "
-            f"| {t['en'][0]:.3f} / {t['en'][1]:.3f} | {t['zh'][0]:.3f} / {t['zh'][1]:.3f} |"
+        cells.append(
+            [p.name, int(paws_fd.sum()), f"{brief.mean():.3f}", by_len, by_edit]
+            + [f"{t[lang][0]:.3f} / {t[lang][1]:.3f}" for lang in ("en", "zh")]
         )
+    headings = [
+        "policy",
+        "PAWS-X false drops",
+        "brief recall",
+        "brief recall at 60/120/250/400 chars",
+    ]
+    headings += ["brief recall: counter/typo/sentence-added", "long EN P / R", "long ZH P / R"]
+    out.extend(markdown(headings, cells))
 
 
 def _shared(texts: list[str], share: float) -> np.ndarray:
@@ -627,7 +632,7 @@ BEFORE_POLICY = POLICIES[0]
 
 def main() -> None:
     """Build the cases, analyse every page, print the tables (Markdown)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="a third of the cases")
     parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--out", type=Path, help="also write the report to this file")

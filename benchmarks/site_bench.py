@@ -11,7 +11,6 @@ worst case). Run: ``python benchmarks/site_bench.py [--sites 200] [--templates 3
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import pickle
 import random
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _harness import arguments, markdown, p50_p99
 from redis_server import RedisServer
 
 from nearDupe.sitetemplate import HOST_TEMPLATES, SITE_LINES, site_memory, strip_template
@@ -88,14 +88,14 @@ async def read_all(store: Store, sites: list[str]) -> list[float]:
     return times
 
 
-def us(times: list[float]) -> str:
-    """The median in microseconds."""
-    return f"{statistics.median(times) * 1e6:,.0f} µs"
+def us(seconds: float) -> str:
+    """A time in microseconds."""
+    return f"{seconds * 1e6:,.0f} µs"
 
 
 async def main() -> None:
     """Learn the same pages into both backends and print one table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sites", type=int, default=200)
     parser.add_argument("--templates", type=int, default=1, help="templates a site's pages use")
     parser.add_argument("--stories", type=int, default=STORIES, help="stories a site")
@@ -130,9 +130,7 @@ async def main() -> None:
               f"{LINES + TEMPLATE} lines in {args.templates} template(s) a host: "
               f"{len(names)} memories, {full} full (at SITE_LINES={SITE_LINES}); "
               f"at most {HOST_TEMPLATES} memories a host\n")  # fmt: skip
-        print("| backend | learn a page (p50) | learn a page (p99) | read a memory (p50) "
-              "| per memory (mean) | per host |")  # fmt: skip
-        print("|---|---|---|---|---|---|")
+        cells = []
         for name, _, learn, read in rows:
             size = (
                 f"{disk / 1024:.1f} KB on disk"
@@ -140,9 +138,13 @@ async def main() -> None:
                 else f"{statistics.mean(memory) / 1024:.1f} KB in Redis"
             )
             per_host = (disk if name == "embedded" else statistics.mean(memory)) * len(names)
-            p99 = sorted(learn)[int(len(learn) * 0.99)] * 1e6
-            print(f"| {name} | {us(learn)} | {p99:,.0f} µs | {us(read)} | {size} | "
-                  f"{per_host / args.sites / 1024:,.0f} KB |")  # fmt: skip
+            learn_p50, learn_p99 = p50_p99(learn)
+            cells.append(
+                [name, us(learn_p50), us(learn_p99), us(p50_p99(read)[0]), size,
+                 f"{per_host / args.sites / 1024:,.0f} KB"]
+            )  # fmt: skip
+        headings = ["backend", "learn a page (p50)", "learn a page (p99)", "read a memory (p50)"]
+        print("\n".join(markdown([*headings, "per memory (mean)", "per host"], cells)))
         print(
             f"\nA worker strips a 60-line page against a full site in {strip_us:,.0f} µs; "
             f"the site's template travels to it as {len(pickle.dumps(template)) / 1024:.1f} "

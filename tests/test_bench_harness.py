@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from _harness import Column, Table, alternating, arguments, p50_p99
+from _harness import Column, Table, alternating, arguments, markdown, p50_p99
 
 
 def test_sides_alternate_their_order_every_round() -> None:
@@ -43,3 +43,14 @@ def test_a_table_aligns_its_cells_in_their_formats(capsys: pytest.CaptureFixture
         "this         5       –",
     ]
     assert p50_p99(range(101)) == (50.0, 99.0)
+
+
+def test_a_markdown_table_has_a_rule_under_its_headings() -> None:
+    rows = [("embedded", 1_234, "5 KB"), ("Redis", 7, "")]
+    assert markdown(["backend", "n", "size"], rows) == [
+        "| backend | n | size |",
+        "|---|---|---|",
+        "| embedded | 1234 | 5 KB |",
+        "| Redis | 7 |  |",
+    ]
+    assert markdown(["only"]) == ["| only |", "|---|"]
