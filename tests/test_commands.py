@@ -487,3 +487,22 @@ def test_check_explains_a_drop_by_shared_sentences(tmp_path: Path) -> None:
     text = neardupe(tmp_path, "check", str(lookalike)).stdout
     assert "the pages sharing its sentences share too little" in text
     assert re.search(r"near +[0-9a-f]{16}  https://a  \(shares \d+% of the sentences\)", text)
+
+
+def test_a_missing_or_unreadable_index_is_a_usage_error(tmp_path: Path) -> None:
+    """No index at NEARDUPE_INDEX, or one whose header is not JSON: one line saying so and
+    the usage exit status, no traceback."""
+    import sqlite3
+
+    from nearDupe.store import EmbeddedIndex, IndexHeader
+
+    missing = neardupe(tmp_path, "stats", index=tmp_path / "nowhere")
+    assert missing.returncode == 2 and "no nearDupe index at" in missing.stderr, missing.stderr
+    with EmbeddedIndex(tmp_path / "index", IndexHeader()) as index:
+        assert index.check_and_add(0x0123_4567_89AB_CDEF, "https://a") is None
+    with sqlite3.connect(tmp_path / "index" / "pages.sqlite3") as db:
+        db.execute("UPDATE meta SET value = '{' WHERE name = 'header'")
+    db.close()
+    broken = neardupe(tmp_path, "stats", index=tmp_path / "index")
+    assert broken.returncode == 2 and "has an unreadable header" in broken.stderr, broken.stderr
+    assert "Traceback" not in missing.stderr + broken.stderr

@@ -39,8 +39,12 @@ class EmbeddedView:
         )
         if row is None:
             raise IndexFileError(f"index {self.path} has no header")
+        try:
+            stored = json.loads(row[0])
+        except ValueError as exc:
+            raise IndexFileError(f"index {self.path} has an unreadable header") from exc
         names = {f.name for f in fields(IndexHeader)}
-        self.header = IndexHeader(**{n: v for n, v in json.loads(row[0]).items() if n in names})
+        self.header = IndexHeader(**{n: v for n, v in stored.items() if n in names})
         #: The sentence samples of the index's pages, read at the first lookup.
         self._sample: SampleIndex | None = None
 
