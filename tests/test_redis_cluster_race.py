@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from nearDupe.shorttext import Sentences
 from nearDupe.store import IndexHeader
+from nearDupe.store.base import url_hash
 from nearDupe.store.redis import RedisStore
+from nearDupe.store.redis_reading import page_keys, sentence_keys
 
 try:
     from redis_server import RedisCluster
@@ -121,3 +124,60 @@ def test_busy_crawlers_racing_on_a_cluster_all_make_progress(tmp_path: Path) -> 
             return n
 
         assert asyncio.run(count()) == len(groups)
+
+
+async def _waiting_check(store: RedisStore, seed: int) -> tuple[int, Sentences, list[list[str]]]:
+    """A page whose first node (in the leases' order) holds none of its sentence buckets: its
+    fingerprint, sentences and keys per node in that order."""
+    rng = random.Random(seed)
+    while True:
+        fp = rng.getrandbits(64)
+        sentences = tuple(sorted((rng.getrandbits(64), 80) for _ in range(3)))
+        keys = page_keys(store.layout, fp, sentences)
+        keys.append(store.layout.url_key(url_hash("https://x")))
+        groups = await store.pipes.by_node(keys)
+        groups.sort(key=lambda group: store.pipes.node_name(group[0]))
+        if len(groups) == 3 and not set(groups[0]) & set(sentence_keys(store.layout, sentences)):
+            return fp, sentences, groups
+
+
+def test_a_check_waiting_for_a_lease_finds_the_copy_written_on_later_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crawler X waits for a bucket of its first node, leased by a crawler that does not let
+    go; crawler B meanwhile stores X's text under another fingerprint (its records land on
+    X's sentence buckets, all on later nodes).  X finds B's page while it waits, without the
+    lease, and returns it well within the patience (X never saw the leased node grow, and
+    waited until it gave up); while X waits it leases nothing on the nodes after the one it
+    waits for (where B has to write)."""
+    from nearDupe.store import redis_leases
+
+    monkeypatch.setattr(redis_leases, "BUSY_SECONDS", 5.0)
+
+    async def body(url: str) -> None:
+        x, b = (
+            RedisStore.from_url(url, IndexHeader(), name="wait", lease_seconds=1, cluster=True)
+            for _ in range(2)
+        )
+        fp, sentences, groups = await _waiting_check(x, 3)
+        await x.client.set(groups[0][0] + ":lease", b"another", px=60_000)
+        waiting = asyncio.create_task(x.check_and_add(fp, "https://x", None, sentences))
+        later = [key + ":lease" for group in groups[1:] for key in group]
+        await asyncio.sleep(0.1)  # its first try, at every node at once, refused
+        for _ in range(40):
+            await asyncio.sleep(0.005)
+            assert await x.client.exists(*later) == 0
+        assert not waiting.done()
+        started = time.monotonic()
+        assert await b.check_and_add(~fp & (2**64 - 1), "https://b", None, sentences) is None
+        match = await asyncio.wait_for(waiting, 4.0)
+        assert match is not None and match.key == "https://b"
+        assert time.monotonic() - started < 4.0
+        leases = [k.decode() async for k in x.client.scan_iter(match="*:lease")]
+        assert leases == [groups[0][0] + ":lease"]  # the other crawler's, still held
+        assert await x.count() == 1
+        await x.close()
+        await b.close()
+
+    with RedisCluster(tmp_path / "cluster") as cluster:
+        asyncio.run(body(cluster.url))

@@ -59,9 +59,9 @@ flag ``allow-cross-slot-keys``); the steps of concurrent checks of one process s
    order all crawlers share: the leases on the nodes before the first that refused are
    kept, and the check waits there (1-20 ms pauses) before trying it again, so no two
    checks wait for each other (see :func:`~nearDupe.store.redis_leases.acquire`).
-   The same script compares each bucket's length with the one read: if any grew, the
-   buckets are read again and the page decided again (a match ends the leases); a refusal
-   that sees a bucket grown sends the check to read again at once (once a call).
+   The same script compares each bucket's length with the one read and returns those
+   grown, when it grants the leases or refuses them: the page is decided again on them at
+   once (a match ends the leases; a waiting check keeps its place in the line otherwise).
 3. New: on the node of the page's page bucket, one script checks that no bucket read there
    (page buckets included) is another token's lease or has grown, appends the page record
    (returning whether it did), raises the counter if it lives there, appends the fingerprint
@@ -184,9 +184,6 @@ class _Call:
     token: bytes
     sent: bool = False
     leased: list[str] = field(default_factory=list)
-    #: Whether an attempt stopped leasing to read again buckets it saw grow (once a call:
-    #: a bucket every page of a site writes keeps growing).
-    reread: bool = False
 
 
 class RedisStore(RedisBulkIndex):
@@ -309,22 +306,24 @@ class RedisStore(RedisBulkIndex):
             # Every bucket read is leased, on the page bucket's node too: the leases are taken
             # node by node in one order (see acquire), which a commit refused on a node
             # without them (a bucket there leased by a crawler waiting for this one's) broke.
-            leased = list(seen)
-            reread, call.reread = not call.reread, True
-            values, changed = await acquire(
-                self.pipes,
-                {key: seen[key] for key in leased},
-                token,
-                lease_seconds=self.lease_seconds,
-                reread=reread,
+
+            async def recheck(values: dict[str, bytes]) -> bool:
+                nonlocal decided
+                decided = await self._decide(check, values, own)
+                return decided.match is not None
+
+            acquired = await acquire(
+                self.pipes, seen, token, lease_seconds=self.lease_seconds, recheck=recheck
             )
-            call.leased = list(leased)
-            if changed:
-                try:
-                    decided = await self._decide(check, {**seen, **values}, own)
-                except BaseException:
-                    await self._release(call)
-                    raise
+            if acquired is not None:
+                call.leased = list(seen)
+                values, changed = acquired
+                if changed:
+                    try:
+                        decided = await self._decide(check, values, own)
+                    except BaseException:
+                        await self._release(call)
+                        raise
         if decided.match is not None:  # a stored copy: a copy whatever other crawlers write
             await self._undo(check.fp, call)
             await self._release(call)

@@ -17,7 +17,7 @@ import functools
 import random
 import struct
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 
 from nearDupe.errors import StoreUnavailable
@@ -62,40 +62,50 @@ class ReadAgain(Exception):
     it was read, or this check's lease expired, before it wrote."""
 
 
+#: Decides a check again on buckets grown while it waited for their leases: whether it
+#: found a copy (it then needs no lease).
+Recheck = Callable[[dict[str, bytes]], Awaitable[bool]]
+
+
 async def acquire(
     pipes: Pipes,
     seen: dict[str, bytes],
     token: bytes,
     *,
     lease_seconds: float,
-    reread: bool = False,
-) -> tuple[dict[str, bytes], bool]:
+    recheck: Recheck | None = None,
+) -> tuple[dict[str, bytes], bool] | None:
     """Lease every key of ``seen`` (waiting while another crawler holds one): their contents
     (``seen``'s values, read without leases, where a bucket's length is still the same:
-    buckets only grow), and whether any changed.
+    buckets only grow), and whether any changed since they were last decided on.
 
     The keys are leased node by node in one order every crawler shares (the nodes' names),
     all of a node's at once or none: a check tries every node at once, keeps the leases on
     the nodes before the first that refused, gives back those after it, and waits there,
-    holding the former, before trying it and the nodes after it again.  A crawler waits
-    only for a node after every node it holds leases on, so no two wait for each other,
-    and one of the crawlers wanting a bucket always goes on.  (Giving back every lease and
-    trying again later livelocked busy crawlers: each took some nodes' leases while others
-    held the rest.)
+    holding the former, trying that node alone until it is leased, then the nodes after
+    it at once.  A crawler waits only for a node after every node it holds leases on, so
+    no two wait for each other, and one of the crawlers wanting a bucket always goes on.
+    (Giving back every lease and trying again later livelocked busy crawlers: each took
+    some nodes' leases while others held the rest; and waiting checks that tried every
+    node at once kept taking, for a round trip, the later nodes' leases that the check
+    holding the first one's wanted next.)
 
-    With ``reread``, a check waiting for a lease that sees a bucket grown gives back its
-    leases and raises :class:`ReadAgain`: what was written is most often its copy, found by
-    reading again without waiting in line for the lease.
+    A waiting check that sees buckets grown (the refusing node's script returns them, as a
+    granting one does, and each try measures, without leasing them, the buckets of the
+    nodes after it) calls ``recheck`` on them at once, keeping its place: what was
+    written is most often its copy, and a check that finds it returns None, its leases
+    given back.  (Waiting to hold every lease before deciding again made the copies of one
+    article queue for the buckets one after another: under load some waited past
+    BUSY_SECONDS.)  A check that finds none waits on, for buckets of the lengths it saw.
 
     A lease this token already holds (a retried call) counts as taken.
     """
     pause = Pause(lease_seconds)
     ms = int(lease_seconds * 1000)
     groups = sorted(await pipes.by_node(seen), key=lambda group: pipes.node_name(group[0]))
-    fresh: dict[str, bytes] = {}
     mine: list[str] = []
     try:
-        return await _acquire(pipes, seen, token, ms, groups, fresh, mine, pause, reread)
+        return await _acquire(pipes, dict(seen), token, ms, groups, mine, pause, recheck)
     except BaseException:
         if mine:  # given up (or failed): another crawler would wait for them to expire
             with contextlib.suppress(Exception):
@@ -109,40 +119,61 @@ async def _acquire(
     token: bytes,
     ms: int,
     groups: list[list[str]],
-    fresh: dict[str, bytes],
     mine: list[str],
     pause: Pause,
-    reread: bool,
-) -> tuple[dict[str, bytes], bool]:
-    """The rounds of :func:`acquire`; ``mine`` holds the keys leased so far."""
-    while groups:
+    recheck: Recheck | None,
+) -> tuple[dict[str, bytes], bool] | None:
+    """The rounds of :func:`acquire`; ``mine`` holds the keys leased so far, ``seen`` the
+    contents the leases compare lengths with."""
+    fresh: dict[str, bytes] = {}  # grown under this token's leases
+    stale = False  # values grown since the last decision
+    trying = groups  # this round's nodes: every node left, or the one that refused
+    watching: list[list[str]] = []  # the nodes after it, whose buckets are only measured
+    while True:
 
-        def build(pipe: Any, groups: list[list[str]] = groups) -> None:
-            for group in groups:
+        def build(
+            pipe: Any, trying: list[list[str]] = trying, watching: list[list[str]] = watching
+        ) -> None:
+            for group in trying:
                 lengths = packed_lengths([len(seen[key]) for key in group])
                 pipes.on_node(pipe, "acquire", group, [token, ms, lengths, *group])
+            for group in watching:
+                lengths = packed_lengths([len(seen[key]) for key in group])
+                pipes.on_node(pipe, "grown", group, [lengths, *group])
 
         replies = await pipes.run(build)
+        replies, measured = replies[: len(trying)], replies[len(trying) :]
         taken = [int(r[0]) == 1 for r in replies]
         held = taken.index(False) if False in taken else len(taken)
-        for group, reply in zip(groups[:held], replies[:held], strict=True):
-            fresh.update(zip(group, reply[1:], strict=False))
+        for group, reply in zip(trying[:held], replies[:held], strict=True):
+            if len(reply) > 1:
+                fresh.update(zip(group, reply[1:], strict=True))
+                stale = True
             mine.extend(group)
-        if held == len(groups):
-            break
+        grown = [(g, r[1:] if int(r[0]) else r[2:]) for g, r in zip(trying, replies, strict=True)]
+        for group, values in [*grown[held:], *zip(watching, measured, strict=True)]:
+            if values:  # read without a lease: what the next tries compare with
+                seen.update(zip(group, values, strict=True))
+                stale = True
+        groups = groups[held:]
+        if not groups:
+            return {**seen, **fresh}, stale
+        if held == len(trying):  # the node that refused is leased now: try the rest
+            trying, watching = groups, []
+            continue
         later = [
-            k for g, t in zip(groups[held + 1 :], taken[held + 1 :], strict=True) if t for k in g
+            k for g, t in zip(trying[held + 1 :], taken[held + 1 :], strict=True) if t for k in g
         ]
-        if reread and (fresh or len(replies[held]) > 1):
-            # Another crawler wrote meanwhile (most often a copy): read again at once.
-            await release(pipes, mine + later, token)
-            mine.clear()
-            raise ReadAgain
         if later:
             await release(pipes, later, token)
-        groups = groups[held:]
+        if recheck is not None and stale:
+            if await recheck({**seen, **fresh}):
+                await release(pipes, mine, token)
+                mine.clear()
+                return None
+            stale = False
+        trying, watching = groups[:1], groups[1:] if recheck is not None else []
         await pause()
-    return {**seen, **fresh}, bool(fresh)
 
 
 def packed_lengths(lengths: list[int]) -> bytes:

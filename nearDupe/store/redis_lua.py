@@ -63,36 +63,57 @@ local function find_page(v, id)
 end
 """
 
-# ARGV: token, lease ms, the length of each key as the caller read it (packed as SPEC), then
-# the keys.  If no key's lease is another token's: lease them all and return {1} if each key
-# still has that length (buckets only grow), else {1, value of each key}; else take none
-# (ending those this call took) and return {0}, or {0, 1} if a key grew (the caller reads
-# again at once, without waiting for the lease: what was written is most often its copy).
-LUA_ACQUIRE = _fill(
-    _CROSS_SLOT
-    + """
-local token, ms, spec = ARGV[1], ARGV[2], ARGV[3]
-local function grown()
+# Whether a key of ARGV[first..] has another length than the caller read (packed in `spec`
+# as SPEC); and the value of each of those keys, appended to `out`.
+_GROWN = """
+local function grown(spec, first)
   local at, seen = 1
-  for i = 4, #ARGV do
+  for i = first, #ARGV do
     seen, at = struct.unpack(SPEC, spec, at)
     if redis.call('STRLEN', ARGV[i]) ~= seen then return true end
   end
   return false
 end
+
+local function values(out, first)
+  for j = first, #ARGV do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
+  return out
+end
+"""
+
+# ARGV: token, lease ms, the length of each key as the caller read it (packed as SPEC), then
+# the keys.  If no key's lease is another token's: lease them all and return {1} if each key
+# still has that length (buckets only grow), else {1, value of each key}; else take none
+# (ending those this call took) and return {0}, or {0, 1, value of each key} if a key grew
+# (the caller decides again at once, without waiting for the lease: what was written is
+# most often its copy).
+LUA_ACQUIRE = _fill(
+    _CROSS_SLOT
+    + _GROWN
+    + """
+local token, ms, spec = ARGV[1], ARGV[2], ARGV[3]
 for i = 4, #ARGV do
   if not redis.call('SET', ARGV[i] .. LEASE, token, 'NX', 'PX', ms)
       and redis.call('GET', ARGV[i] .. LEASE) ~= token then
     for j = 4, i - 1 do redis.call('DEL', ARGV[j] .. LEASE) end
-    if grown() then return {0, 1} end
+    if grown(spec, 4) then return values({0, 1}, 4) end
     return {0}
   end
 end
-local out = {1}
-if grown() then
-  for j = 4, #ARGV do out[#out + 1] = redis.call('GET', ARGV[j]) or '' end
-end
-return out
+if grown(spec, 4) then return values({1}, 4) end
+return {1}
+"""
+)
+
+# ARGV: the length of each key as the caller read it (packed as SPEC), then the keys (all
+# on one node).  Returns {} if each still has that length, else the value of each key: what
+# a check waiting for leases on an earlier node learns of these (no lease taken).
+LUA_GROWN = _fill(
+    _CROSS_SLOT
+    + _GROWN
+    + """
+if grown(ARGV[1], 2) then return values({}, 2) end
+return {}
 """
 )
 

@@ -26,7 +26,14 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from nearDupe.store.redis_failures import TRANSIENT_ERRORS
-from nearDupe.store.redis_lua import LUA_ACQUIRE, LUA_COMMIT, LUA_RELEASE, LUA_REMOVE, LUA_SET
+from nearDupe.store.redis_lua import (
+    LUA_ACQUIRE,
+    LUA_COMMIT,
+    LUA_GROWN,
+    LUA_RELEASE,
+    LUA_REMOVE,
+    LUA_SET,
+)
 
 #: How many times a command is sent again where a redirection (MOVED, ASK) or TRYAGAIN
 #: points, before its call fails (a transient error: the check is then run again).
@@ -36,6 +43,7 @@ TRY_AGAIN_SECONDS = 0.01
 
 SCRIPTS = {
     "acquire": LUA_ACQUIRE,
+    "grown": LUA_GROWN,
     "commit": LUA_COMMIT,
     "set": LUA_SET,
     "remove": LUA_REMOVE,
