@@ -30,6 +30,11 @@ class StoreUnavailable(NearDupeError):
     """The shared store (Redis) cannot be reached right now."""
 
 
+class StoreBusy(StoreUnavailable):
+    """Other crawlers held the buckets a check needs for too long: the store answers, this
+    one check gave up."""
+
+
 class NearDuplicate(DropItem):
     """The item's page is a near-duplicate of a page already kept; Scrapy counts it per class."""
 

@@ -17,7 +17,7 @@ from nearDupe import gcfreeze
 from nearDupe.analysis import Analysis, analyze_page, analyze_text
 from nearDupe.backlog import Backlog, Page, pending_path
 from nearDupe.crawlstate import CrawlState
-from nearDupe.errors import NearDupeError, NearDuplicate, StoreUnavailable
+from nearDupe.errors import NearDupeError, NearDuplicate, StoreBusy, StoreUnavailable
 from nearDupe.logstats import counts_line, plural
 from nearDupe.mirrors import copied_host
 from nearDupe.refusal import refuse
@@ -440,6 +440,9 @@ class NearDupePipeline:
         try:
             body = analysis.stored_key[0] if analysis.stored_key else None
             match = await self.store.check_and_add(*record, self.config.recrawl, body)
+        except StoreBusy as exc:  # this check only: the index answers the next one
+            logger.warning("nearDupe: %s kept unchecked, to be checked later: %s", url, exc)
+            return self._keep_unchecked(record, "index-busy")
         except Exception as exc:
             logger.error(
                 "nearDupe: index %s failed (%s); keeping items unchecked for %.0f s and "
@@ -473,10 +476,10 @@ class NearDupePipeline:
             logger.debug("nearDupe: drop of %s not logged in the index: %s", url, exc)
         return decision
 
-    def _keep_unchecked(self, record: Page) -> Decision:
+    def _keep_unchecked(self, record: Page, reason: str = "index-unavailable") -> Decision:
         self._backlog.append(record)
         self.stats.inc_value("neardupe/index_errors")
-        return Decision(record.url, "kept", record.fingerprint, reason="index-unavailable")
+        return Decision(record.url, "kept", record.fingerprint, reason=reason)
 
 
 def _site(url: str, analysis: Analysis) -> str:

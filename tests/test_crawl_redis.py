@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -212,3 +213,44 @@ def test_redis_down_at_start_then_pages_recorded_by_the_next_crawl(
         )
     finally:
         pending.unlink(missing_ok=True)
+
+
+def test_a_page_whose_buckets_other_crawlers_keep_leased_is_the_only_one_kept_unchecked(
+    redis, tmp_path: Path
+) -> None:
+    """Another crawler keeps the buckets of one story's fingerprint leased past a check's
+    patience: that story's pages are kept unchecked (`index-busy`) and queued for later; every
+    other story is decided as on a free index, one page of it kept (the index answers: it is
+    not treated as away, and no page is `index-unavailable`)."""
+    pages, clusters = build_site()
+    with MockServer(pages) as server:
+        free = run_crawl(tmp_path / "free", ["crawl", "pages", "-a", f"start_url={server.url}/"])
+        assert free.returncode == 0, free.log[-3000:]
+        decided = {line["url"]: line for line in free.report}
+        story = clusters["A"]
+        busy = int(decided[server.url + story[0]]["fingerprint"], 16)
+
+        async def lease(px: int) -> None:
+            store = RedisStore.from_url(redis.url, PLUGIN_HEADER, name="neardupe")
+            for bucket in store.bucket_keys(busy):
+                await store.client.set(bucket + ":lease", b"another crawler", px=px)
+            await store.close()
+
+        asyncio.run(lease(60_000))
+        extensions = {"tests.stats_dump.StatsDump": 0, "tests.patience.ShortPatience": 0}
+        held = _crawl(
+            tmp_path / "held",
+            server.url,
+            redis.url,
+            EXTENSIONS=json.dumps(extensions),
+            LEASE_PATIENCE=0.5,
+        )
+    assert held.returncode == 0, held.log[-3000:]
+    reasons = {line["url"]: line["reason"] for line in held.report}
+    assert reasons[server.url + story[0]] == "index-busy"
+    assert "index-unavailable" not in reasons.values()
+    for name, paths in clusters.items():
+        if name != "A":
+            urls = {server.url + path for path in paths}
+            kept = [x for x in held.report if x["url"] in urls and x["decision"] == "kept"]
+            assert len(kept) == 1, (name, kept)

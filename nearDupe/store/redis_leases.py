@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 
-from nearDupe.errors import StoreUnavailable
+from nearDupe.errors import StoreBusy
 from nearDupe.store.redis_lua import SPEC_PACKED
 from nearDupe.store.redis_pipes import Pipes
 
@@ -41,7 +41,7 @@ LONGEST_WAIT = 0.02
 class Pause:
     """Waits between tries at buckets other crawlers write or lease: jittered, doubling from
     FIRST_WAIT to LONGEST_WAIT; past BUSY_SECONDS (or twice the lease) of them,
-    :class:`~nearDupe.errors.StoreUnavailable` (the page is then kept and checked later)."""
+    :class:`~nearDupe.errors.StoreBusy` (the page is then kept and checked later)."""
 
     def __init__(self, lease_seconds: float) -> None:
         self.wait = FIRST_WAIT
@@ -50,7 +50,7 @@ class Pause:
 
     async def __call__(self) -> None:
         if time.monotonic() > self.deadline:
-            raise StoreUnavailable(
+            raise StoreBusy(
                 f"buckets written or leased by other crawlers for over {self.patience:g} s"
             )
         await asyncio.sleep(self.wait * (0.5 + random.random()))
