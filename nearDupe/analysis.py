@@ -21,6 +21,7 @@ from nearDupe.sitetemplate import (
     strip_template,
 )
 from nearDupe.text import DEFAULT_MAX_CHARS, extract_main_text, within_limit
+from nearDupe.units import Units
 
 if TYPE_CHECKING:
     from scrapy.http import Response
@@ -177,7 +178,7 @@ def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analy
     size = len(normalize(text))
     if size < TINY_TEXT:
         return Analysis(None, "tiny-text")
-    kept = sentences(text)
+    kept = Units.of(sentences(text))  # sorted once, in the worker: the store reads arrays
     if size < min_length:
         exact = exact_fingerprint(text)
         return Analysis(exact, signature=exact, sentences=kept)

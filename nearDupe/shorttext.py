@@ -7,6 +7,8 @@ import unicodedata
 
 from xxhash import xxh3_64_intdigest
 
+from nearDupe.units import Units
+
 #: Seed of the exact hash, so it never equals the simhash of the same text by construction.
 _SEED = 0x6E64_7368_6F72_7431
 
@@ -191,7 +193,8 @@ def letters(page: Sentences) -> int:
     their letters scaled to the whole page by the share of the hash space they cover (a
     bottom-k estimate: a copy cut by a third keeps 256 units too, yet is two thirds of its
     page)."""
-    total = sum(n for _, n in page)
+    total = page.total() if isinstance(page, Units) else sum(n for _, n in page)
     if len(page) < PROBE_SENTENCES:
         return total
-    return total * 2**64 // (max(h for h, _ in page) + 1)
+    top = page.top() if isinstance(page, Units) else max(h for h, _ in page)
+    return total * 2**64 // (top + 1)

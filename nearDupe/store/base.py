@@ -7,12 +7,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
+import numpy as np
 from xxhash import xxh3_64_intdigest
 
 from nearDupe.designs import Design
 from nearDupe.features import FeatureSettings
 from nearDupe.shorttext import SENTENCE_PAGE_LETTERS, Sentences, letters
 from nearDupe.simhash import ALGORITHM_VERSION, hamming
+from nearDupe.units import Units
 
 if TYPE_CHECKING:
     from nearDupe.store.recrawl import Seen
@@ -89,21 +91,29 @@ SKETCH_SENTENCES = 31
 #: sketch of 31 in a false pair with probability 31 * 256 / 2**16 ~ 0.12, which adds a 31st
 #: of the stored page's share.
 TAIL_BYTES = 2
-_TAIL_MASK = (1 << 8 * TAIL_BYTES) - 1
+_TAIL_MASK = np.uint64((1 << 8 * TAIL_BYTES) - 1)
+#: A tail as a sketch stores it.
+_TAIL = np.dtype(f">u{TAIL_BYTES}")
 
 
-def looked_up(page: Sentences) -> Sentences:
+def tails_of(hashes: np.ndarray) -> np.ndarray:
+    """The tails of ``hashes`` (their last TAIL_BYTES bytes, big-endian)."""
+    return (hashes & _TAIL_MASK).astype(_TAIL)
+
+
+def looked_up(page: Sentences) -> Units:
     """The sentences whose holders a check of ``page`` reads: the LOOKUP_SENTENCES with the
     smallest hashes."""
-    return tuple(sorted(page)[:LOOKUP_SENTENCES])
+    return Units.of(page).head(LOOKUP_SENTENCES)
 
 
-def recorded(page: Sentences, crowded: Container[int] = ()) -> Sentences:
+def recorded(page: Sentences, crowded: Container[int] = ()) -> Units:
     """The sentences a page is recorded under, among those it looked up: every one of a short
     page's, the SAMPLE_SENTENCES with the smallest hashes of a longer page's; never one that
     is ``crowded`` (already recorded for SENTENCE_HOLDERS pages)."""
-    free = tuple(s for s in looked_up(page) if s[0] not in crowded)
-    return free if letters(page) < SENTENCE_PAGE_LETTERS else free[:SAMPLE_SENTENCES]
+    units = Units.of(page)
+    free = looked_up(units).without(crowded)
+    return free if letters(units) < SENTENCE_PAGE_LETTERS else free.head(SAMPLE_SENTENCES)
 
 
 class Sketch(NamedTuple):
@@ -118,9 +128,10 @@ class Sketch(NamedTuple):
 
 def sketch_of(page: Sentences) -> Sketch:
     """A page's sketch (see SKETCH_SENTENCES)."""
-    chosen = sorted(page)[:SKETCH_SENTENCES]
-    tails = b"".join((h & _TAIL_MASK).to_bytes(TAIL_BYTES, "big") for h, _ in chosen)
-    return Sketch(letters(page), letters(tuple(chosen)), tails)
+    units = Units.of(page)
+    chosen = units.head(SKETCH_SENTENCES)
+    tails = tails_of(chosen.hashes).tobytes()
+    return Sketch(letters(units), letters(chosen), tails)
 
 
 class Holder(NamedTuple):
@@ -201,18 +212,23 @@ def shared_sentences(
     """Every stored page that shares a sentence with ``query`` (of ``fingerprint``) by its
     sketch, in the order first met; the share of its sketch found in the query stands for the
     share of the page (exact for a page of up to SKETCH_SENTENCES sentences)."""
-    total = letters(query)
-    mine: dict[bytes, int] = {}
-    for h, n in query:
-        tail = (h & _TAIL_MASK).to_bytes(TAIL_BYTES, "big")
-        mine[tail] = max(n, mine.get(tail, 0))
+    units = Units.of(query)
+    total = letters(units)
+    by_letters = np.argsort(units.letters, kind="stable")  # the most letters of a tail last
+    mine = dict(
+        zip(
+            tails_of(units.hashes)[by_letters].tolist(),
+            units.letters[by_letters].tolist(),
+            strict=True,
+        )
+    )
     found: dict[tuple[str, int], SharedSentences | None] = {}
     for holder in holders:
         page = holder.key, holder.fingerprint
         if page in found:
             continue
         sketch = holder.sketch
-        tails = {sketch.tails[i : i + TAIL_BYTES] for i in range(0, len(sketch.tails), TAIL_BYTES)}
+        tails = set(np.frombuffer(sketch.tails, dtype=_TAIL).tolist())
         shared = [mine[tail] for tail in tails if tail in mine]
         if not shared:
             found[page] = None

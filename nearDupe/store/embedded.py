@@ -65,6 +65,7 @@ from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
 from nearDupe.store.embedded_unsaved import INSERT_PAGES, UnsavedPages
 from nearDupe.store.sites import SqliteSites
+from nearDupe.units import Units
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ class EmbeddedIndex:
 
         With a ``signature``, only pages it confirms (see :func:`~nearDupe.store.base.confirmed`).
         """
+        sentences = Units.of(sentences)
         with self._lock:
             found = list(self._confirmed(fp, self.k if k is None else k, signature))
             if sentences:
@@ -176,6 +178,7 @@ class EmbeddedIndex:
         (``seen.replaced``) if it copies no other stored page (else that page is the match).
         Without one (an unfingerprinted page's exact key) the URL table is left alone."""
         by_url = bool(recrawl_mode and key)  # an item without a URL is no URL's page
+        sentences = Units.of(sentences)  # sorted once, its rules read its arrays
         with self._lock:
             held = self._version(key) if by_url else None
             if held is None:
@@ -253,6 +256,7 @@ class EmbeddedIndex:
         self, fp: int, key: str, signature: int | None = None, sentences: Sentences = ()
     ) -> None:
         """Record a page unconditionally (durable at the next commit)."""
+        sentences = Units.of(sentences)
         with self._lock:
             holders = self._holders(sentences) if sentences else []
             self._add(fp, key, signature, sentences, holders)

@@ -27,6 +27,7 @@ from nearDupe.store.base import (
     SENTENCE_HOLDERS,
     SKETCH_SENTENCES,
     TAIL_BYTES,
+    tails_of,
 )
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_unsaved import PageRow, page_row
@@ -152,10 +153,6 @@ def _slices(data: bytes, sizes: np.ndarray) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-#: The low bits of a hash kept in a sketch (base.TAIL_BYTES).
-_TAIL_MASK = np.uint64((1 << 8 * TAIL_BYTES) - 1)
-
-
 class _Sketches(NamedTuple):
     letters: np.ndarray
     sketched: np.ndarray
@@ -192,7 +189,7 @@ class _Units:
             page_letters[i] = letters(tuple(sentences))
         chosen = self.rank < SKETCH_SENTENCES
         sketched = self._sums(np.where(chosen, self.letters, 0))
-        tails = (self.hashes[chosen] & _TAIL_MASK).astype(">u2").tobytes()
+        tails = tails_of(self.hashes[chosen]).tobytes()
         return _Sketches(page_letters, sketched, tails)
 
     def pages_with(self, wanted: np.ndarray) -> np.ndarray:

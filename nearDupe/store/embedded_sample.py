@@ -35,6 +35,7 @@ from nearDupe.store.embedded_sqlite import (
     set_meta,
     to_unsigned,
 )
+from nearDupe.units import Units
 
 #: Logged under the index's module name, which logging settings know.
 logger = logging.getLogger("nearDupe.store.embedded")
@@ -59,9 +60,9 @@ class Sampled(NamedTuple):
     hashes: frozenset[int]
 
 
-def pack(hashes: tuple[int, ...]) -> bytes | None:
+def pack(hashes: np.ndarray) -> bytes | None:
     """The ``sample`` column of a page recorded under ``hashes`` (None: under none)."""
-    return np.array(hashes, dtype=_HASH).tobytes() if hashes else None
+    return hashes.astype(_HASH).tobytes() if hashes.size else None
 
 
 def load(db: sqlite3.Connection, path: Path) -> SampleIndex:
@@ -141,9 +142,9 @@ def committed_holders(
     unsaved: Mapping[int, Sampled] | None = None,
 ) -> list[Holder]:
     """The pages of ``sample`` (read from ``unsaved``, else ``db``) recorded under one of
-    ``sentences``, in the order of ``sentences``, oldest first for each."""
-    wanted = np.fromiter((h for h, _ in sentences), dtype=np.uint64, count=len(sentences))
-    which, ids = sample.lookup(wanted)
+    ``sentences``, in the order of their hashes, oldest first for each."""
+    sentences = Units.of(sentences)
+    which, ids = sample.lookup(sentences.hashes)
     if not ids.size:
         return []
     unsaved = unsaved or {}

@@ -45,9 +45,9 @@ def page_row(
     row = (page_id, to_signed(fp), key, added, sig)
     if not sentences:  # a page without sentences stores no sketch
         return (*row, None, None, None, None), None, ()
-    hashes = tuple(h for h, _ in recorded(sentences, crowded))
+    hashes = recorded(sentences, crowded).hashes
     sketch = sketch_of(sentences)
-    return (*row, *sketch, pack(hashes)), sketch, hashes
+    return (*row, *sketch, pack(hashes)), sketch, tuple(hashes.tolist())
 
 
 class UnsavedPages:
