@@ -19,6 +19,7 @@ tens of thousands of DEBUG lines.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.metadata
 import json
@@ -186,6 +187,8 @@ def load_numba() -> tuple[ModuleType, ModuleType]:
         _kernels.warm_up()
         _sample_kernels.warm_up()
         _mark_ready((_kernels, _sample_kernels))
+        if gc.get_freeze_count():  # a crawl froze its long-lived objects (nearDupe/gcfreeze.py)
+            gc.freeze()  # numba's ~50,000 join them: each full collection would walk them
         _numba = (_kernels, _sample_kernels)
         generation += 1
         return _numba

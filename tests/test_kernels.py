@@ -3,6 +3,7 @@ overflow), and the module choice: numpy for small indexes, never a compile on th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,6 +186,22 @@ def test_small_indexes_run_numpy_and_never_load_numba() -> None:
     )
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT, timeout=60)
+
+
+def test_kernels_loaded_after_a_freeze_are_frozen_too() -> None:
+    """A crawl freezes its long-lived objects at its start (nearDupe/gcfreeze.py) and loads
+    numba's kernels later, in a thread: their objects join the frozen ones, or each full
+    collection on the crawl's path would walk them."""
+    code = (
+        "import gc\n"
+        "from nearDupe import gcfreeze, kernels\n"
+        "gcfreeze.freeze()\n"
+        "kernels.load_numba()\n"
+        "frozen, tracked = gc.get_freeze_count(), len(gc.get_objects())\n"
+        "assert frozen > 20_000 and tracked < 1_000, (frozen, tracked)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT, timeout=120)
 
 
 def test_forced_and_chosen_modules(monkeypatch: pytest.MonkeyPatch) -> None:
