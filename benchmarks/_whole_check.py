@@ -9,8 +9,11 @@ thread; the side ``this, inline`` runs them on the event loop, to show what the 
 thread costs), a third each of: new pages (a new fingerprint, and as many new sentence units as
 that checkout's ``shorttext.sentences`` keeps of a text of 30 sentences of 130 letters),
 fingerprint copies (a stored or earlier page's fingerprint with 2 bits flipped, its signature
-and sentences) and sentence copies (a new fingerprint, a stored page's 4 sentences). Each await
-is timed.
+and sentences) and sentence copies (a new fingerprint, a stored page's 4 sentences), each
+with its units as that checkout's analysis hands them over. Each await is timed, wall and the
+CPU the check took in the thread that ran it (on a shared machine the wall p99 is mostly the
+wait for a core). Before the timed checks the compiled kernels are loaded and the process's
+objects frozen (gcfreeze), as a crawl has them; the full collections met are counted.
 
 Two commit intervals: 1 s (the default, at the benchmark's ~10^4 checks/s a commit comes every
 ~10^4 checks) and 0.01 s, which at that rate gives a commit every ~100 checks of ~100 pages: a
@@ -20,6 +23,7 @@ crawl of ~100 checks/s with the default interval.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -31,11 +35,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:  # the workers import another checkout's nearDupe, which may lack it
+    from nearDupe.analysis import Analysis
+    from nearDupe.commands.importer import Item
     from nearDupe.store.embedded_bulk import BulkPages
 
 #: Timed checks per run (after WARMUP untimed ones).
@@ -232,7 +238,7 @@ def worker(path: str, n: int, seed: int, interval: float, inline: bool) -> None:
     """Run the checks on the index at ``path`` and print the timings as JSON (one line);
     ``inline``: the store runs every call on the event loop, never in its thread."""
     import nearDupe
-    from nearDupe import kernels
+    from nearDupe import gcfreeze, kernels
     from nearDupe.store import EmbeddedStore
     from nearDupe.store.embedded import EmbeddedIndex
 
@@ -251,6 +257,25 @@ def worker(path: str, n: int, seed: int, interval: float, inline: bool) -> None:
             commits.append((threading.current_thread().name, time.perf_counter() - t))
 
     EmbeddedIndex.commit = timed_commit  # type: ignore[method-assign]
+    cpu: list[int] = []  # ns of CPU each check took in the thread that ran it
+    check = EmbeddedIndex.check_and_add
+
+    def timed_check(self: EmbeddedIndex, *args: Any) -> Any:
+        t = time.thread_time_ns()
+        try:
+            return check(self, *args)
+        finally:
+            cpu.append(time.thread_time_ns() - t)
+
+    EmbeddedIndex.check_and_add = timed_check  # type: ignore[method-assign]
+    collections: list[tuple[int, float]] = []  # (generation, seconds) of each, while timed
+    started = [0.0]
+
+    def timed_collection(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            collections.append((info["generation"], time.perf_counter() - started[0]))
 
     async def run() -> dict[str, object]:
         opening = time.perf_counter()
@@ -261,16 +286,20 @@ def worker(path: str, n: int, seed: int, interval: float, inline: bool) -> None:
             else EmbeddedStore(index)
         )
         opened = time.perf_counter() - opening
+        gcfreeze.freeze()  # as the pipeline does once its store is open
         ns: list[int] = []
         kinds: list[str] = []
         found = dict.fromkeys(("new", "fp copy", "sentence copy"), 0)
         for i, (kind, fp, key, sig, sentences) in enumerate(calls):
+            if i == WARMUP:
+                gc.callbacks.append(timed_collection)
             t = time.perf_counter_ns()
             match = await store.check_and_add(fp, key, sig or None, sentences)
             if i >= WARMUP:
                 ns.append(time.perf_counter_ns() - t)
                 kinds.append(kind)
                 found[kind] += match is not None
+        gc.callbacks.remove(timed_collection)
         checks = {name for name, _ in commits if "commit" not in name}
         on_path = [d for name, d in commits if name in checks]
         in_thread = [d for name, d in commits if name not in checks]
@@ -278,10 +307,12 @@ def worker(path: str, n: int, seed: int, interval: float, inline: bool) -> None:
         await store.close()
         return {
             "ns": ns,
+            "cpu": cpu[WARMUP:],
             "kinds": kinds,
             "found": found,
             "on_path": on_path,
             "in_thread": in_thread,
+            "full_collections": [d for generation, d in collections if generation == 2],
             "open": opened,
             "close": time.perf_counter() - closing,
             "code": str(Path(nearDupe.__file__).parent.parent),
@@ -307,8 +338,9 @@ def _side(
     return json.loads(out.splitlines()[-1])
 
 
-def _commits(runs: list[dict[str, object]], where: str) -> str:
-    """How many commits ran there during the timed checks, their mean and max ms."""
+def _pauses(runs: list[dict[str, object]], where: str) -> str:
+    """How many pauses of that kind (commits there, full collections) the timed checks met,
+    their mean and max ms."""
     d = np.concatenate([np.asarray(r[where], dtype=float) for r in runs]) * 1e3
     return f"{len(d)}, {d.mean():.1f}/{d.max():.1f}" if len(d) else "0"
 
@@ -334,11 +366,13 @@ def run(
     print(
         "| stored pages | commit interval | code | units of a new page | p50 µs "
         "| p50 µs: new / fp copy / sentence copy "
-        "| p99 µs (each run) | p99 µs: new / fp copy / sentence copy | p99.9 µs | "
+        "| p99 µs (each run) | p99 µs: new / fp copy / sentence copy "
+        "| p99 of the check's CPU µs: new / fp copy / sentence copy | p99.9 µs | "
         "max ms | checks/s | found (fp / sentence copies) | open s | close s | "
-        "commits inside a check: n, mean/max ms | in the committer thread: n, mean/max ms |"
+        "commits inside a check: n, mean/max ms | in the committer thread: n, mean/max ms "
+        "| full garbage collections: n, mean/max ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for size in sizes:
             n = int(size)
@@ -370,25 +404,27 @@ def run(
                         f"{np.percentile(np.asarray(r['ns']), 99) / 1e3:.0f}" for r in runs
                     )
                     kinds = np.concatenate([np.asarray(r["kinds"]) for r in runs])
-                    by_kind, p99_by_kind = (
+                    cpu = np.concatenate([np.asarray(r["cpu"]) for r in runs]) / 1e3
+                    by_kind, p99_by_kind, cpu_p99_by_kind = (
                         " / ".join(
-                            f"{np.percentile(a[kinds == kind], q):.0f}"
+                            f"{np.percentile(times[kinds == kind], q):.0f}"
                             for kind in ("new", "fp copy", "sentence copy")
                         )
-                        for q in (50, 99)
+                        for times, q in ((a, 50), (a, 99), (cpu, 99))
                     )
                     found = runs[0]["found"]
                     assert isinstance(found, dict)
                     print(
                         f"| {n:.0e} | {interval:g} s | {name} | {runs[0]['units']} "
                         f"| {np.median(a):.0f} | {by_kind} | "
-                        f"{np.percentile(a, 99):.0f} ({p99s}) | {p99_by_kind} "
+                        f"{np.percentile(a, 99):.0f} ({p99s}) | {p99_by_kind} | {cpu_p99_by_kind} "
                         f"| {np.percentile(a, 99.9):.0f} | "
                         f"{a.max() / 1e3:.2f} | {len(a) / a.sum() * 1e6:,.0f} | "
                         f"{found['fp copy']} / {found['sentence copy']} | "
                         f"{max(float(r['open']) for r in runs):.2f} | "  # type: ignore[arg-type]
                         f"{max(float(r['close']) for r in runs):.2f} | "  # type: ignore[arg-type]
-                        f"{_commits(runs, 'on_path')} | {_commits(runs, 'in_thread')} |",
+                        f"{_pauses(runs, 'on_path')} | {_pauses(runs, 'in_thread')} "
+                        f"| {_pauses(runs, 'full_collections')} |",
                         flush=True,
                     )
             if keep is None:
@@ -399,3 +435,84 @@ def run(
 
 if __name__ == "__main__":
     worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] == "1")
+
+
+#: Units of an imported page (LOOKUP_SENTENCES of LETTERS letters: recorded under 4), items
+#: made and imported at a time, and the shares of items that copy an earlier one.
+IMPORT_UNITS, IMPORT_CHUNK, IMPORT_COPIES = 16, 100_000, (0.0, 0.1)
+
+
+def _import_items(n: int, first: int, seed: int, share: float) -> list[tuple[Item, Analysis]]:
+    """``n`` analysed feed items from number ``first``: new pages, and a ``share`` of copies
+    (by fingerprint, 2 bits flipped) of earlier items of the chunk."""
+    from nearDupe.analysis import Analysis
+    from nearDupe.units import Units
+
+    rng = np.random.default_rng((seed, first))
+    fps = rng.integers(0, 2**64, n, dtype=np.uint64)
+    sigs = rng.integers(0, 2**64, n, dtype=np.uint64)
+    copies = np.flatnonzero(rng.random(n) < share)
+    copies = copies[copies > 0]
+    of = (rng.random(len(copies)) * copies).astype(np.int64)
+    fps[copies] = fps[of] ^ np.uint64(0b101)
+    sigs[copies] = sigs[of]
+    hashes = np.sort(rng.integers(0, 2**64, (n, IMPORT_UNITS), dtype=np.uint64), axis=1)
+    hashes[copies] = hashes[of]
+    items = []
+    for i, (fp, sig, row) in enumerate(zip(fps.tolist(), sigs.tolist(), hashes, strict=True)):
+        units = Units.of(tuple((h, LETTERS) for h in row.tolist()))
+        url = URL.format(first + i)
+        items.append(((first + i, url, None), Analysis(fp, signature=sig, sentences=units)))
+    return items
+
+
+def bench_import(sizes: list[float], one_by_one_cap: int, seed: int = 0) -> None:
+    """Pages/s of ``scrapy neardupe import``'s decisions (importer.import_feed, the items
+    analysed beforehand) into a new embedded index: its bulk path beside check_and_add item by
+    item (up to ``one_by_one_cap`` items), wall and CPU time, and what they decided."""
+    from nearDupe.commands import importer
+    from nearDupe.store import EmbeddedStore
+    from nearDupe.store.embedded import EmbeddedIndex
+
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"items of {IMPORT_UNITS} sentence units of {LETTERS} letters, some copies of an "
+        "earlier item; analysed before the timed part"
+    )
+    print("| items | copies | how | items/s (wall) | items/s (CPU) | load | kept / dropped |")
+    print("|---|---|---|---|---|---|---|")
+    feed, progress = Path("feed.jsonl"), importer.ProgressBar(None, sys.stderr, False)
+
+    async def one_by_one(store: EmbeddedStore, items: list[tuple[Item, Analysis]]) -> None:
+        for (number, url, _), analysis in items:
+            await importer._decide(store, url or "", number, feed, analysis)
+
+    work = Path(tempfile.mkdtemp(prefix="neardupe-import-"))
+    try:
+        for size, share in ((size, share) for size in sizes for share in IMPORT_COPIES):
+            n = int(size)
+            for how in ["bulk path", "item by item"] if n <= one_by_one_cap else ["bulk path"]:
+                store = EmbeddedStore(EmbeddedIndex(work / "index", commit_interval=5.0))
+                wall = cpu = 0.0
+                for first in range(0, n, IMPORT_CHUNK):
+                    items = _import_items(min(IMPORT_CHUNK, n - first), first, seed, share)
+                    t, c = time.perf_counter(), time.process_time()
+                    if how == "bulk path":
+                        asyncio.run(importer.import_feed(store, iter(items), feed, progress))
+                    else:
+                        asyncio.run(one_by_one(store, items))
+                    wall += time.perf_counter() - t
+                    cpu += time.process_time() - c
+                t, c = time.perf_counter(), time.process_time()
+                kept = len(store.index)
+                asyncio.run(store.close())
+                wall += time.perf_counter() - t
+                cpu += time.process_time() - c
+                print(
+                    f"| {n:.0e} | {share:.0%} | {how} | {n / wall:,.0f} | {n / cpu:,.0f} "
+                    f"| {os.getloadavg()[0]:.1f} | {kept:,} / {n - kept:,} |",
+                    flush=True,
+                )
+                shutil.rmtree(work / "index")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -4,9 +4,11 @@ Run: python benchmarks/index_bench.py [--sizes 1e5 1e6 1e7 1e8]
      python benchmarks/index_bench.py --kernels [--sizes 1e4 1e5 1e6 1e7]
      python benchmarks/index_bench.py --whole-check --base DIR [--sizes 1e5 1e6]
      python benchmarks/index_bench.py --bulk [--sizes 1e5 1e6 1e7]
+     python benchmarks/index_bench.py --import [--sizes 1e5 1e6]
 
 ``--bulk`` times a bulk load (EmbeddedIndex.load) beside adds one by one, in pages/s of wall
-and of CPU time, then the index's open.
+and of CPU time, then the index's open. ``--import`` times ``scrapy neardupe import``'s
+decisions on analysed items (importer.import_feed) beside check_and_add item by item.
 
 ``--whole-check`` times the whole check-and-add through the embedded store (new pages,
 fingerprint copies, sentence copies), this code beside the checkout in DIR (e.g. one made by
@@ -597,7 +599,16 @@ def main() -> None:
         "--bulk", action="store_true", help="bulk load beside adds one by one, then open"
     )
     ap.add_argument(
-        "--one-by-one-cap", type=float, default=2e5, help="--bulk: adds one by one up to this"
+        "--import",
+        dest="import_",
+        action="store_true",
+        help="the import's decisions: its bulk path beside item by item",
+    )
+    ap.add_argument(
+        "--one-by-one-cap",
+        type=float,
+        default=2e5,
+        help="--bulk, --import: adds (checks) one by one up to this",
     )
     ap.add_argument("--base", type=Path, help="the checkout --whole-check compares with")
     ap.add_argument(
@@ -613,6 +624,11 @@ def main() -> None:
         if args.base is None:
             ap.error("--whole-check needs --base (e.g. git worktree add /tmp/nd-base HEAD)")
         run(args.sizes, args.base.resolve(), args.built, args.intervals)
+        return
+    if args.import_:
+        from _whole_check import bench_import
+
+        bench_import(args.sizes, int(args.one_by_one_cap))
         return
     if args.bulk:
         from _whole_check import bench_bulk

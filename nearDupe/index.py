@@ -215,6 +215,16 @@ class BlockIndex:
         self, fps: Iterable[int] | np.ndarray, k: int | None = None
     ) -> list[list[tuple[int, int]]]:
         """:meth:`query` for many fingerprints, one compiled loop per run."""
+        return _batch_matches(*self._query_many(fps, k))
+
+    def found_many(self, fps: Iterable[int] | np.ndarray, k: int | None = None) -> np.ndarray:
+        """How many stored fingerprints are within k of each of ``fps``."""
+        return self._query_many(fps, k)[1]
+
+    def _query_many(
+        self, fps: Iterable[int] | np.ndarray, k: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(out, n): the n[i] matches of query i are out[i, :, :n[i]] (fingerprints, distances)."""
         k = self._check_k(k)
         qs = np.asarray(fps, dtype=np.uint64)
         cap = _OUT_CAP
@@ -226,7 +236,7 @@ class BlockIndex:
                 kern.query_run_many(run.rows, run.dirs, qs, k, self._perm, out, n)
             kern.query_buffer_many(self._buffer, self._buffered, qs, k, out, n)
             if n.size == 0 or n.max() <= cap:
-                return _batch_matches(out, n)
+                return out, n
             cap = int(n.max())
 
     def _check_k(self, k: int | None) -> int:

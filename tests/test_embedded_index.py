@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import mmap
 import os
@@ -16,11 +17,17 @@ import numpy as np
 import pytest
 from xxhash import xxh3_64, xxh3_64_intdigest
 
+from nearDupe.analysis import Analysis
+from nearDupe.commands import importer
+from nearDupe.commands.importer import Item
 from nearDupe.errors import IndexFileError, IndexLocked, IndexSettingsMismatch
+from nearDupe.report import Decision
 from nearDupe.shorttext import Sentences
+from nearDupe.store import EmbeddedStore
 from nearDupe.store.base import IndexHeader, Match
 from nearDupe.store.embedded import EmbeddedIndex, to_signed, to_unsigned
 from nearDupe.store.embedded_bulk import BulkPages
+from nearDupe.units import Units
 
 REBUILD = "Rebuilding the tables"
 
@@ -645,3 +652,73 @@ def test_snapshots_are_mapped_and_kept_while_no_page_is_added(
         assert len(index) == 400
         _assert_found_by_sentences(index, pages[::20])
     assert "Rebuilding" not in caplog.text
+
+
+def _feed(n: int, seed: int) -> list[tuple[Item, Analysis]]:
+    """(item, analysis) of a feed of every kind an import meets: new pages long and short,
+    copies by fingerprint and by sentences of earlier items (near and far), a URL twice,
+    items without a URL or fingerprint."""
+    rng = np.random.default_rng(seed)
+    feed: list[tuple[Item, Analysis]] = []
+    for i in range(n):
+        url: str | None = f"https://example.com/{seed}/{i}"
+        fp, sig = rng.integers(0, 2**64, 2, dtype=np.uint64).tolist()
+        hashes = rng.integers(0, 2**64, int(rng.integers(0, 60)), dtype=np.uint64).tolist()
+        units = tuple((h, int(rng.integers(8, 40))) for h in hashes)
+        kind = i % 10
+        if kind in (1, 2) and feed:  # a copy of an earlier item, near or far back
+            back = feed[-int(rng.integers(1, min(len(feed), 3 if kind == 1 else 900) + 1))][1]
+            if back.fingerprint is not None and back.signature is not None:
+                fp = back.fingerprint ^ 6 if kind == 1 else int(fp)
+                sig, units = back.signature, back.sentences if kind == 2 else units
+        elif kind == 3 and feed:
+            url = feed[-int(rng.integers(1, len(feed) + 1))][0][1]  # a URL seen before
+        elif kind == 4 and i % 20 == 4:
+            url = None
+        analysis = Analysis(fp, signature=sig, sentences=Units.of(units))
+        if kind == 5 and i % 30 == 5:
+            analysis = Analysis(None, "tiny-text")
+        feed.append(((i + 1, url, None), analysis))
+    return feed
+
+
+async def _import(
+    path: Path, before: list[tuple[Item, Analysis]], feed: list[tuple[Item, Analysis]], bulk: bool
+) -> list[Decision]:
+    """The decisions on ``feed`` by an import (``bulk``), else by check_and_add item by item,
+    into an index of ``before``."""
+    store = EmbeddedStore(EmbeddedIndex(path))
+    name, progress = Path("feed.jsonl"), importer.ProgressBar(None, sys.stderr, enabled=False)
+    await importer.import_feed(store, iter(before), name, progress)
+    report: list[Decision] = []
+    if bulk:
+        writer = type("Writer", (), {"write": staticmethod(report.append)})
+        await importer.import_feed(store, iter(feed), name, progress, writer)  # type: ignore[arg-type]
+    else:
+        for (number, url, _), analysis in feed:
+            report.append(await importer._decide(store, url or "", number, name, analysis))
+    await store.close()
+    return report
+
+
+def test_an_import_decides_in_batches_as_item_by_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import's bulk path (items new to the index and to each other loaded at once, the
+    others checked in order) keeps, drops and stores what check_and_add item by item does."""
+    before, feed = _feed(300, 1), _feed(2000, 2) + _feed(200, 1)  # 1: the stored pages again
+    monkeypatch.setattr(importer, "BATCH", 250)
+    one, bulk = tmp_path / "one", tmp_path / "bulk"
+    decided = [asyncio.run(_import(path, before, feed, path == bulk)) for path in (one, bulk)]
+    assert decided[0] == decided[1]
+    kinds = {d.decision for d in decided[0]}
+    assert kinds == {"kept", "dropped", "skipped"}
+    stored = []  # a batch's loaded pages get their ids before those it checks: rows by key
+    for path in (one, bulk):
+        rows = sorted(row[1:] for row in _stored_rows(path))
+        with sqlite3.connect(path / "pages.sqlite3") as db:
+            urls = db.execute(
+                "SELECT u.hash, p.key FROM urls u JOIN pages p ON p.id = u.page ORDER BY u.hash"
+            ).fetchall()
+        stored.append((rows, urls))
+    assert stored[0] == stored[1] and len(stored[0][1]) > 1500

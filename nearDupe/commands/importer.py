@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import sys
@@ -10,21 +11,29 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
 from scrapy.exceptions import UsageError
 
 from nearDupe._settings import Config
 from nearDupe.analysis import Analysis, analyze_text, warm_up
 from nearDupe.features import FeatureSettings
 from nearDupe.report import Decision, ReportWriter
-from nearDupe.store import Store, open_store
+from nearDupe.store import EmbeddedIndex, EmbeddedStore, Store, open_store
+from nearDupe.store.base import Match, storable_key, url_hash
+from nearDupe.store.embedded_bulk import BulkPages
+from nearDupe.units import Units
 
 #: Feeds shorter than this are fingerprinted in-process (starting workers costs seconds).
 POOL_FROM = 200
 #: Seconds between commits of an embedded index during an import.
 _BULK_COMMIT_INTERVAL = 5.0
+
+#: Items an embedded index decides at a time (see :func:`_decide_batch`).
+BATCH = 8192
 
 Item = tuple[int, str | None, str | None]
 
@@ -121,34 +130,122 @@ async def import_feed(
     progress: ProgressBar,
     report: ReportWriter | None = None,
 ) -> Counter[str]:
-    """check_and_add every fingerprinted item; counts of kept, dropped, skipped and reasons."""
+    """check_and_add every fingerprinted item (an embedded index's: BATCH at a time, those new
+    to the index and to each other loaded at once, see :func:`_decide_batch`); counts of kept,
+    dropped, skipped and reasons, the decisions in feed order."""
     counts: Counter[str] = Counter()
-    for done, ((number, url, _), analysis) in enumerate(results, 1):
-        decision = await _decide(store, url or "", number, feed, analysis)
-        counts[decision.decision] += 1
-        if decision.reason:
-            counts[f"skipped/{decision.reason}"] += 1
-        if report is not None:
-            report.write(decision)
+    done = 0
+    size = BATCH if isinstance(store, EmbeddedStore) else 1
+    for batch in _batches(results, size):
+        if isinstance(store, EmbeddedStore):
+            decisions = await _decide_batch(store, batch, feed)
+        else:
+            decisions = [await _decide(store, url or "", n, feed, a) for (n, url, _), a in batch]
+        for decision in decisions:
+            counts[decision.decision] += 1
+            if decision.reason:
+                counts[f"skipped/{decision.reason}"] += 1
+            if report is not None:
+                report.write(decision)
+        done += len(decisions)
         progress.update(done, counts)
-    progress.update(sum(counts[d] for d in ("kept", "dropped", "skipped")), counts, force=True)
+    progress.update(done, counts, force=True)
     return counts
 
 
-async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Analysis) -> Decision:
+def _batches(
+    results: Iterator[tuple[Item, Analysis]], size: int
+) -> Iterator[tuple[tuple[Item, Analysis], ...]]:
+    """``results`` ``size`` at a time (the last batch shorter)."""
+    while batch := tuple(islice(results, size)):
+        yield batch
+
+
+async def _decide_batch(
+    store: EmbeddedStore, batch: tuple[tuple[Item, Analysis], ...], feed: Path
+) -> list[Decision]:
+    """The decisions on ``batch``, as check_and_add item by item in feed order would make
+    them (off the event loop, in one go)."""
+    return await asyncio.to_thread(_decide_in, store.index, batch, feed)
+
+
+def _decide_in(
+    index: EmbeddedIndex, batch: tuple[tuple[Item, Analysis], ...], feed: Path
+) -> list[Decision]:
+    """See :func:`_decide_batch`: the fingerprinted items that can be copies of no stored page
+    and of no other item (EmbeddedIndex.distinct) are kept by one bulk load; the others are
+    then checked in order (none of them can be a copy of a loaded one)."""
+    decisions = [
+        _skipped(url or "", number, feed, analysis) for (number, url, _), analysis in batch
+    ]
+    fingerprinted = [
+        i
+        for i, decision in enumerate(decisions)
+        if decision is None and batch[i][1].signature is not None
+    ]
+    pages = _bulk_pages([(batch[i][0][1] or "", batch[i][1]) for i in fingerprinted])
+    alone = index.distinct(pages)
+    if alone.any():
+        index.load([pages.subset(alone)])
+    for i, kept in zip(fingerprinted, alone.tolist(), strict=True):
+        if kept:
+            decisions[i] = Decision(batch[i][0][1] or "", "kept", batch[i][1].fingerprint)
+    for i, ((_, url, _), analysis) in enumerate(batch):
+        if decisions[i] is None:
+            assert url and analysis.fingerprint is not None  # not skipped
+            match = index.check_and_add(
+                analysis.fingerprint, url, analysis.signature, analysis.sentences
+            )
+            decisions[i] = decision = _decided(url, analysis.fingerprint, match)
+            if decision.decision == "dropped":
+                index.log_drop(decision.to_drop())
+    return [d for d in decisions if d is not None]
+
+
+def _bulk_pages(items: list[tuple[str, Analysis]]) -> BulkPages:
+    """The fingerprinted items (url, analysis) as a bulk load takes them, claiming their
+    URLs."""
+    units = [Units.of(analysis.sentences) for _, analysis in items]
+    return BulkPages(
+        fps=np.array([a.fingerprint for _, a in items], dtype=np.uint64),
+        keys=[storable_key(url) for url, _ in items],
+        units=np.concatenate([u.hashes for u in units]) if units else np.zeros(0, np.uint64),
+        letters=np.concatenate([u.letters for u in units]) if units else np.zeros(0, np.int64),
+        counts=np.array([len(u) for u in units], dtype=np.int64),
+        signatures=np.array([a.signature for _, a in items], dtype=np.uint64),
+        urls=np.array([url_hash(url) for url, _ in items], dtype=np.uint64),
+    )
+
+
+def _skipped(url: str, number: int, feed: Path, analysis: Analysis) -> Decision | None:
+    """The decision on an item that is not checked (no URL, not fingerprinted), else None."""
     if not url:
         return Decision(f"{feed}#{number}", "skipped", reason="no-url-field")
     if analysis.skip_reason or analysis.fingerprint is None:
         return Decision(url, "skipped", reason=analysis.skip_reason or "no-fingerprint")
+    return None
+
+
+def _decided(url: str, fingerprint: int, match: Match | None) -> Decision:
+    """The decision on a checked item from the page its check matched (None: kept)."""
+    if match is None:
+        return Decision(url, "kept", fingerprint)
+    if match.key == url:
+        return Decision(url, "skipped", fingerprint, reason="already-indexed")
+    return Decision.drop(url, fingerprint, match)
+
+
+async def _decide(store: Store, url: str, number: int, feed: Path, analysis: Analysis) -> Decision:
+    skipped = _skipped(url, number, feed, analysis)
+    if skipped is not None:
+        return skipped
+    assert analysis.fingerprint is not None  # not skipped
     match = await store.check_and_add(
         analysis.fingerprint, url, analysis.signature, analysis.sentences
     )
-    if match is None:
-        return Decision(url, "kept", analysis.fingerprint)
-    if match.key == url:
-        return Decision(url, "skipped", analysis.fingerprint, reason="already-indexed")
-    decision = Decision.drop(url, analysis.fingerprint, match)
-    await store.log_drop(decision.to_drop())
+    decision = _decided(url, analysis.fingerprint, match)
+    if decision.decision == "dropped":
+        await store.log_drop(decision.to_drop())
     return decision
 
 

@@ -39,6 +39,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
+
 from nearDupe.designs import Design
 from nearDupe.errors import IndexFileError
 from nearDupe.shorttext import Sentences
@@ -63,7 +65,7 @@ from nearDupe.store.base import (
 from nearDupe.store.embedded_bulk import BulkPages
 from nearDupe.store.embedded_sample import committed_holders
 from nearDupe.store.embedded_sqlite import to_signed, to_unsigned
-from nearDupe.store.embedded_unsaved import INSERT_PAGES, UnsavedPages
+from nearDupe.store.embedded_unsaved import INSERT_PAGES, INSERT_URLS, UnsavedPages
 from nearDupe.store.sites import SqliteSites
 from nearDupe.units import Units
 
@@ -285,12 +287,31 @@ class EmbeddedIndex:
                 embedded_sqlite.create_fp_index(db)
         return loaded
 
+    def distinct(self, pages: BulkPages) -> np.ndarray:
+        """Which of ``pages`` can be copies of no stored page and of no other of them, whatever
+        their order: fingerprints more than k from every other, no looked-up sentence a stored
+        page may be recorded under (by its prefix) or another of them looks up, a URL no other
+        claims (its hash). A load records them as checks in feed order would keep them."""
+        with self._lock:
+            alone = embedded_bulk.distinct(self.index.design, self.k, pages)
+            alone &= self.index.found_many(pages.fps, self.k) == 0
+            looked, hashes = embedded_bulk.looked_up_units(pages)
+            alone[looked[self.sample.counts(hashes) > 0]] = False
+            if pages.urls is not None:
+                claimed = set(self._unsaved.urls) | set(self._committing.urls)
+                claimed |= embedded_sqlite.held_urls(self._db, pages.urls)
+                signed = pages.urls.astype(np.uint64).view(np.int64).tolist()
+                alone &= np.array([url not in claimed for url in signed], dtype=bool)
+        return alone
+
     def _load(self, db: sqlite3.Connection, pages: BulkPages) -> None:
         """Commit one chunk of :meth:`load`, then add it to the tables and the sample."""
         first_id = self._next_id
         rows, ids, hashes = embedded_bulk.rows(self._db, self.sample, pages, first_id)
         try:
             db.executemany(INSERT_PAGES, rows)
+            if pages.urls is not None:
+                db.executemany(INSERT_URLS, embedded_bulk.url_rows(rows, pages.urls))
             db.commit()
         except BaseException:
             with contextlib.suppress(sqlite3.Error):

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nearDupe.designs import Design
 from nearDupe.sample_index import SampleIndex
 from nearDupe.shorttext import PROBE_SENTENCES, SENTENCE_PAGE_LETTERS, letters
 from nearDupe.store.base import (
@@ -30,7 +31,7 @@ from nearDupe.store.base import (
     tails_of,
 )
 from nearDupe.store.embedded_sample import committed_holders
-from nearDupe.store.embedded_unsaved import PageRow, page_row
+from nearDupe.store.embedded_unsaved import PageRow, UrlRow, page_row
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class BulkPages:
     """Pages to record at once, in order: page i has fingerprint ``fps[i]``, key ``keys[i]``,
     signature ``signatures[i]`` (no signatures: None) and the sentence units (hash, letters)
     ``units[j], letters[j]`` for j in its ``counts[i]`` units, the pages' units one after the
-    other."""
+    other; with ``urls`` (base.url_hash of each key), each page claims its URL as a check that
+    keeps it does (a URL no page of the index or the load holds)."""
 
     fps: np.ndarray
     keys: Sequence[str]
@@ -46,12 +48,14 @@ class BulkPages:
     letters: np.ndarray
     counts: np.ndarray
     signatures: np.ndarray | None = None
+    urls: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.fps)
         sizes = {len(self.keys), len(self.counts)}
-        if self.signatures is not None:
-            sizes.add(len(self.signatures))
+        for given in (self.signatures, self.urls):
+            if given is not None:
+                sizes.add(len(given))
         if sizes != {n} or len(self.units) != len(self.letters):
             raise ValueError("bulk pages: the arrays' lengths do not agree")
         if int(np.sum(self.counts)) != len(self.units) or (n and int(np.min(self.counts)) < 0):
@@ -59,6 +63,19 @@ class BulkPages:
 
     def __len__(self) -> int:
         return len(self.fps)
+
+    def subset(self, chosen: np.ndarray) -> BulkPages:
+        """The pages ``chosen`` (a mask), in order."""
+        units = np.repeat(chosen, self.counts)
+        return BulkPages(
+            fps=self.fps[chosen],
+            keys=[key for key, kept in zip(self.keys, chosen.tolist(), strict=True) if kept],
+            units=self.units[units],
+            letters=self.letters[units],
+            counts=self.counts[chosen],
+            signatures=None if self.signatures is None else self.signatures[chosen],
+            urls=None if self.urls is None else self.urls[chosen],
+        )
 
 
 def rows(
@@ -115,6 +132,57 @@ def rows(
         pages, np.flatnonzero(hot).tolist(), first_id, crowding, added, out
     )
     return out, np.concatenate([ids, more_ids]), np.concatenate([hashes, more_hashes])
+
+
+def distinct(design: Design, k: int, pages: BulkPages) -> np.ndarray:
+    """Which of ``pages`` are new to each other: a fingerprint more than ``k`` from every
+    other's, no looked-up sentence another looks up, a URL hash no other has."""
+    alone = ~_near_each_other(design, k, np.asarray(pages.fps, dtype=np.uint64))
+    looked, hashes = looked_up_units(pages)
+    order = np.lexsort((looked, hashes))
+    hashes_in_order, looked_in_order = hashes[order], looked[order]
+    two = (hashes_in_order[1:] == hashes_in_order[:-1]) & (
+        looked_in_order[1:] != looked_in_order[:-1]
+    )  # a sentence looked up by two pages: their entries meet in its run
+    alone[looked[np.isin(hashes, hashes_in_order[1:][two])]] = False
+    if pages.urls is not None:
+        _, first, counts = np.unique(pages.urls, return_inverse=True, return_counts=True)
+        alone &= counts[first] == 1
+    return alone
+
+
+def _near_each_other(design: Design, k: int, fps: np.ndarray) -> np.ndarray:
+    """Which of ``fps`` are within ``k`` (at most the design's k) of another: such a pair has
+    one table's prefix in common, so each table's sorted keys are compared with their
+    neighbours while the prefix lasts."""
+    near = np.zeros(len(fps), dtype=bool)
+    for t, table in enumerate(design.tables):
+        keys = design.permute(t, fps)
+        order = np.argsort(keys, kind="stable")
+        shift = np.uint64(64 - table.prefix_bits)
+        prefix = keys[order] >> shift if table.prefix_bits else np.zeros(len(fps), np.uint64)
+        ordered = fps[order]
+        for d in range(1, len(fps)):
+            same = prefix[d:] == prefix[:-d]
+            if not same.any():  # sorted: no farther neighbour shares a prefix either
+                break
+            close = same & (np.bitwise_count(ordered[d:] ^ ordered[:-d]) <= k)
+            near[order[d:][close]] = near[order[:-d][close]] = True
+    return near
+
+
+def looked_up_units(pages: BulkPages) -> tuple[np.ndarray, np.ndarray]:
+    """(page, hash) of every sentence the pages look up (base.looked_up)."""
+    units = _Units(pages)
+    looked = units.rank < LOOKUP_SENTENCES
+    return units.page[looked], units.hashes[looked]
+
+
+def url_rows(rows: list[PageRow], urls: np.ndarray) -> list[UrlRow]:
+    """The URL table's rows of pages ``rows`` claiming ``urls`` (first stored as they are
+    added, never changed, from a response of unknown key)."""
+    signed = urls.astype(np.uint64).view(np.int64).tolist()
+    return [(url, row[0], row[3], None, None) for url, row in zip(signed, rows, strict=True)]
 
 
 def _one_by_one(

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nearDupe.errors import IndexFileError, IndexSettingsMismatch
 from nearDupe.store import droplog, recrawl
 from nearDupe.store.base import IndexHeader, Sketch, storable_key, url_hash
@@ -129,6 +131,15 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def held_urls(db: sqlite3.Connection, hashes: np.ndarray) -> set[int]:
+    """The signed ``hashes`` (URL hashes) the committed URL table holds."""
+    signed = json.dumps(hashes.astype(np.uint64).view(np.int64).tolist())
+    rows = db.execute(
+        "SELECT hash FROM urls WHERE hash IN (SELECT value FROM json_each(?))", (signed,)
+    )
+    return {url for (url,) in rows}
 
 
 def url_version(db: sqlite3.Connection, key: str) -> recrawl.Version | None:

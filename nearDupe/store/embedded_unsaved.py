@@ -28,6 +28,8 @@ INSERT_PAGES = (
     "INSERT INTO pages (id, fp, key, added, sig, letters, sketched, tails, sample) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+#: The statement writing a UrlRow.
+INSERT_URLS = "INSERT OR REPLACE INTO urls VALUES (?, ?, ?, ?, ?)"
 
 
 def page_row(
@@ -102,7 +104,7 @@ class UnsavedPages:
     def write(self, db: sqlite3.Connection) -> None:
         """Insert everything held into ``db``, uncommitted (it is still held: see clear)."""
         db.executemany(INSERT_PAGES, self.pages)
-        db.executemany("INSERT OR REPLACE INTO urls VALUES (?, ?, ?, ?, ?)", self.urls.values())
+        db.executemany(INSERT_URLS, self.urls.values())
         droplog.insert(db, self.drops)
 
     def __bool__(self) -> bool:
