@@ -5,13 +5,15 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import lxml.etree
 import lxml.html
 from readability import Document
-from readability.readability import REGEXES
+from readability.readability import REGEXES, is_video_url
+from readability.readability import text_length as clean_length
 
 from nearDupe.textblocks import (
     NON_TEXT_CLASS,
@@ -78,13 +80,18 @@ _FURNITURE_CLASS = re.compile(
 
 #: readability's unlikely candidates: the elements named, unless inside code or holding the
 #: page's main content.
-_NAMED = lxml.etree.XPath("//*[@class or @id]")
 _IN_CODE = lxml.etree.XPath("ancestor-or-self::pre | ancestor-or-self::code")
 _HOLDS_MAIN = lxml.etree.XPath(
     "descendant-or-self::main | descendant-or-self::article | descendant-or-self::math"
 )
 
 _DIV_TO_P = REGEXES["divToPElementsRe"]
+_CALL_TO_ACTION = REGEXES["callToActionRe"]
+#: The boxes readability's sanitize may drop, in the order it looks at them (each kind from
+#: the page's end), and the descendants it counts in one.
+_CLEANED_TAGS = ("table", "ul", "div", "aside", "header", "footer", "section")
+_COUNTED_TAGS = ("p", "img", "li", "embed", "input")
+_IN_ARTICLE = lxml.etree.XPath("ancestor::main | ancestor::article")
 #: The tags readability's _DIV_TO_P finds in a <div>'s serialised children, as the first
 #: letters of a tag name (its pattern is matched case-blind, and escapes all else).
 _BLOCK_TAGS = (b"blockquote", b"dl", b"div", b"img", b"ol", b"p", b"table", b"ul")
@@ -142,7 +149,7 @@ class BlockReadability(Document):
             if top is None or not _is_passed_over(top["elem"]):
                 break
             del candidates[top["elem"]]
-        best = super().select_best_candidate(candidates)
+        best = _readability_best(candidates, self.get_link_density)
         if best is not None:
             best = self._common_ancestor(candidates, best)
         self.found_candidate = best is not None
@@ -208,13 +215,92 @@ class BlockReadability(Document):
         elem = best_candidate["elem"]
         related = set(elem.iterancestors()) | set(elem.iterdescendants())
         rivals = [e for e in self._rivals if e not in related]
-        output = super().get_article(candidates, best_candidate, html_partial=html_partial)
+        built = super().get_article(candidates, best_candidate, html_partial=html_partial)
+        # readability builds the article in a tree of lxml's default parser, whose elements get
+        # their class in Python at every walk: it moves into one of the page's parser.
+        output = self.html.makeelement(built.tag, built.attrib)
+        output.text = built.text
+        output.extend(built)
         for i, rival in enumerate(r for r in rivals if output not in r.iterancestors()):
             output.insert(i, rival)
         return output
 
     # The methods below are readability's own, made cheaper for large pages: a page repeats
     # its class names, whose regular expressions are matched once.
+
+    def sanitize(
+        self, node: lxml.html.HtmlElement, candidates: dict, keep_all_images: bool = False
+    ) -> str:
+        # readability's cleaning of the article, without the debug lines it formats for each
+        # element it keeps or drops (costing as much as the cleaning); no image keeps a box.
+        for header in self.tags(node, "h1", "h2", "h3", "h4", "h5", "h6"):
+            if self.class_weight(header) < 0 or self.get_link_density(header) > 0.33:
+                header.drop_tree()
+        for elem in self.tags(node, "p"):
+            if _CALL_TO_ACTION.search(elem.text_content()) and self.get_link_density(elem) > 0.2:
+                elem.drop_tree()
+        for elem in self.tags(node, "form", "textarea"):
+            elem.drop_tree()
+        for elem in self.tags(node, "iframe"):
+            if "src" in elem.attrib and is_video_url(elem.attrib["src"]):
+                elem.attrib.pop("srcdoc", None)
+                elem.text = "VIDEO"
+            else:
+                elem.drop_tree()
+        allowed = self.get_preserved_elements(node)
+        for elem in self.reverse_tags(node, *_CLEANED_TAGS):
+            if elem in allowed:
+                continue
+            weight = self.class_weight(elem)
+            score = candidates[elem]["content_score"] if elem in candidates else 0
+            if weight + score < 0 or (
+                elem.text_content().count(",") < 10 and self._cluttered(elem, weight, allowed)
+            ):
+                elem.drop_tree()
+        self.html = node
+        return self.get_clean_html()
+
+    def _cluttered(self, elem: lxml.html.HtmlElement, weight: int, allowed: dict) -> bool:
+        """readability's reasons to drop a box of few commas: more images, list items or
+        fields than paragraphs, too short, too many links or embeds, or empty (unless a
+        neighbour is long: then the boxes inside it stay too, marked in ``allowed``). Each
+        measure is taken when a reason needs it."""
+        counts = Counter(d.tag for d in elem.iterdescendants(*_COUNTED_TAGS))
+        paragraphs, images = counts["p"], counts["img"]
+        hidden = sum(1 for d in elem.iterdescendants("input") if d.get("type") == "hidden")
+        if paragraphs and images > 1 + paragraphs * 1.3:
+            return True
+        if counts["li"] - 100 > paragraphs and elem.tag not in ("ol", "ul"):
+            return True
+        if counts["input"] - hidden > paragraphs / 3:
+            return True
+        length = clean_length(elem)
+        if length < self.min_text_length and (images == 0 or images > 2):
+            return True
+        links = self.get_link_density(elem)
+        in_article = elem.tag in ("ul", "section") and bool(_IN_ARTICLE(elem))
+        if weight < 25 and links > (0.25 if in_article else 0.2):
+            return True
+        if weight >= 25 and links > 0.5:
+            return True
+        if (counts["embed"] == 1 and length < 75) or counts["embed"] > 1:
+            return True
+        if length:
+            return False
+        neighbours = [
+            next((n for n in map(clean_length, siblings) if n), 0)
+            for siblings in (elem.itersiblings(), elem.itersiblings(preceding=True))
+        ]
+        if sum(neighbours) <= 1000:
+            return True
+        allowed.update(dict.fromkeys(self.tags(elem, "table", "ul", "div", "section"), True))
+        return False
+
+    def get_preserved_elements(self, node: lxml.html.HtmlElement) -> dict:
+        # readability's; a quote's lead is only looked for in an article holding a quote.
+        if next(node.iter("blockquote"), None) is not None:
+            return super().get_preserved_elements(node)
+        return {elem: True for elem in self.tags(node, "ul") if self.is_toc_list(elem)}
 
     def transform_misused_divs_into_paragraphs(self) -> None:
         # readability serialises each <div>'s children to look for a block tag in them (for
@@ -228,7 +314,7 @@ class BlockReadability(Document):
             children = list(elem)
             paragraph = None
             if elem.text and elem.text.strip():
-                paragraph = lxml.html.fragment_fromstring("<p/>")
+                paragraph = elem.makeelement("p")
                 paragraph.text, elem.text = elem.text, None
                 elem.insert(0, paragraph)
             for child in children:
@@ -240,12 +326,12 @@ class BlockReadability(Document):
                     paragraph = None
                     continue
                 if paragraph is None:
-                    paragraph = lxml.html.fragment_fromstring("<p/>")
+                    paragraph = elem.makeelement("p")
                     child.addprevious(paragraph)
                 paragraph.append(child)
             for pos, child in reversed(list(enumerate(elem))):
                 if child.tail and child.tail.strip():
-                    tail = lxml.html.fragment_fromstring("<p/>")
+                    tail = elem.makeelement("p")
                     tail.text, child.tail = child.tail, None
                     elem.insert(pos + 1, tail)
                 if child.tag == "br":
@@ -262,7 +348,8 @@ class BlockReadability(Document):
 
     def remove_unlikely_candidates(self) -> None:
         # An element inside one dropped before it is left alone: it is gone from the page.
-        for elem in _NAMED(self.html):
+        # (Every element in a list, as readability's findall: dropping one ends a walk.)
+        for elem in list(self.html.iter(lxml.etree.Element)):
             names = class_id(elem)
             if (
                 len(names) >= 2
@@ -301,6 +388,35 @@ class BlockReadability(Document):
         for elem, candidate in candidates.items():
             candidate["content_score"] *= 1 - self.get_link_density(elem)
         return candidates
+
+
+def _readability_best(
+    candidates: dict, link_density: Callable[[lxml.html.HtmlElement], float]
+) -> dict | None:
+    """readability's best candidate (without the debug lines it formats for the top five):
+    the top scorer, unless a candidate is the page's marked article body, or an ``<article>``
+    inside it scores a quarter as high."""
+    ranked = sorted(candidates.values(), key=lambda c: c["content_score"], reverse=True)
+    best = next(
+        (
+            c
+            for c in ranked
+            if "articleBody" in (c["elem"].get("itemprop") or "").split()
+            and link_density(c["elem"]) <= 0.1
+        ),
+        ranked[0] if ranked else None,
+    )
+    if best is None:
+        return None
+    nested = (
+        c
+        for c in ranked
+        if c["elem"].tag == "article"
+        and best["elem"] in c["elem"].iterancestors()
+        and clean_length(c["elem"]) >= 250
+        and c["content_score"] >= best["content_score"] * 0.25
+    )
+    return next(nested, best)
 
 
 def _top(elem: lxml.html.HtmlElement) -> lxml.html.HtmlElement:

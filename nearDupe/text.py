@@ -45,10 +45,8 @@ _HIDDEN_STYLE = re.compile(
 #: its scripts run (a page that would otherwise flash unstyled), not hidden content: it stays.
 #: (WCXB dev: 8 pages of 1,497 have one; 3 of them came out empty.)
 _HIDDEN_LAYOUT_SHARE = 0.5
-#: The elements that can be hidden (see _is_hidden) or dialogs (_is_dialog), in one walk.
-_MAYBE_HIDDEN = lxml.etree.XPath(
-    "descendant-or-self::*[@hidden or @style or self::dialog or @role or @aria-modal]"
-)
+#: The attributes that can hide an element (see _is_hidden) or make it a dialog (_is_dialog).
+_HIDING = frozenset(("hidden", "style", "role", "aria-modal"))
 #: Dialogs' roles: hidden until opened (a cookie or terms notice, a sign-up form, a cart).
 _DIALOG_ROLES = ("dialog", "alertdialog")
 #: React's streaming server rendering sends the content of a page's suspended parts last, each
@@ -229,7 +227,12 @@ def _parse_html(html: str) -> lxml.html.HtmlElement | None:
         lxml.etree.ProcessingInstruction,
         with_tail=False,
     )
-    found = _MAYBE_HIDDEN(root)
+    # (A walk in Python: libxml2's XPath tests every element's attributes slower.)
+    found = [
+        elem
+        for elem in root.iter(lxml.etree.Element)
+        if elem.tag == "dialog" or not _HIDING.isdisjoint(elem.keys())
+    ]
     hidden = [elem for elem in found if _is_hidden(elem)]
     hidden += [elem for elem in found if _is_dialog(elem)]
     if hidden:

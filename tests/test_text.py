@@ -6,13 +6,16 @@ import importlib.util
 import re
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from readability import Document
 from readability.readability import REGEXES
 
-from nearDupe.text import extract_main_text, without_code
+from nearDupe.readability_text import BlockReadability
+from nearDupe.text import _RETRY_LENGTH, _parse_html, extract_main_text, without_code
 from nearDupe.textblocks import _CHROME_CLASS, names_match
 
 ARTICLE = [
@@ -833,3 +836,58 @@ def test_a_pattern_naming_capitals_is_searched_as_written() -> None:
     pattern = re.compile(r"Side\Sbar", re.I)
     assert names_match(pattern, "SIDE-BAR") and names_match(pattern, "side_bar")
     assert not names_match(pattern, "side bar")
+
+
+class _ReadabilitysCleaning(BlockReadability):
+    """The extractor with readability's own cleaning pass (and its debug lines) restored."""
+
+    def sanitize(self, node: Any, candidates: dict, keep_all_images: bool = False) -> str:
+        return str(Document.sanitize(self, node, candidates, keep_all_images))
+
+    def get_preserved_elements(self, node: Any) -> dict:
+        return dict(Document.get_preserved_elements(self, node))
+
+
+def _summary(kind: type[BlockReadability], html: str) -> str:
+    """The text ``kind`` makes of a page, as extract_main_text asks it."""
+    doc = kind(_parse_html(html), retry_length=_RETRY_LENGTH)
+    return str(doc.summary(html_partial=True))
+
+
+#: A box of three paragraphs beside a search field: kept (fewer fields than a third of them).
+ARCHIVE = [f"<p>Archive {n}: every council vote since 1990, street by street.</p>" for n in "ABC"]
+#: A story with one box of each kind readability's cleaning drops or keeps.
+CLEANED_PAGE = f"""<html><body><div class="story">
+<h2 class="comment-heading">Reader comments</h2><h3><a href="/a">Linked heading text</a></h3>
+{PARAGRAPHS}<p><a href="/s">Sign up</a> for our daily newsletter and get the latest</p>
+<form><input name="q"><textarea>Write here</textarea></form>
+<iframe src="https://www.youtube.com/embed/x"></iframe><iframe src="/ad"></iframe>
+<table><tr><td><img src="1.png"><img src="2.png"><img src="3.png"><p>Gallery</p></td></tr></table>
+<ul>{"".join(f'<li><a href="/{i}">Another story number {i}</a></li>' for i in range(8))}</ul>
+<div><input type="text"><input type="hidden"><p>Search the archive</p></div>
+<div><input type="text"><input type="hidden">{"".join(ARCHIVE)}</div>
+<div class="filler"></div><p>{" ".join(ARTICLE * 3)}</p>
+<div>Short box</div><div><embed src="x.swf"><p>{ARTICLE[2]}</p></div>
+<div><p>The mayor told reporters on the steps of the hall:</p></div>
+<blockquote><p>{ARTICLE[1]}</p></blockquote>
+<h2>Table of contents</h2>
+<ul><li><a href="#a">Part one</a></li><li><a href="#b">Part two</a></li></ul>
+<section><a href="/more">More</a> <a href="/most">Most read</a></section>
+</div></body></html>"""
+
+
+def test_the_cleaning_pass_keeps_what_readabilitys_keeps() -> None:
+    """The article's cleaning (headings, calls to action, forms, frames, boxes of images, list
+    items, fields, links or embeds, empty boxes beside long text, quote leads, tables of
+    contents) leaves the text readability's own pass leaves, on a page of each such box and
+    on real pages."""
+    pages = [CLEANED_PAGE, NEWS_PAGE]
+    evaluation = _load_eval_module()
+    if (evaluation.data_dir() / "aeb").is_dir():
+        cases = evaluation.load_extraction_cases(sets=("en", "zh"))
+        pages += [html for _, _, html, _ in cases[::6]]
+    for html in pages:
+        assert _summary(BlockReadability, html) == _summary(_ReadabilitysCleaning, html)
+    text = _summary(BlockReadability, CLEANED_PAGE)
+    assert ARTICLE[0] in text and "Archive C" in text
+    assert not any(dropped in text for dropped in ("Another story", "Write here", "Search the"))
