@@ -130,8 +130,11 @@ class WorkerPool:
         self._bridge = ThreadPoolExecutor(1, thread_name_prefix="neardupe-bridge")
         self._closed = False
         self._executor = self._start()
-        if workers > 0:  # the bridge loads what a page needs before the first one comes
-            self._bridge.submit(_warm_bridge, features)
+        # The bridge loads what every page needs before the first one comes; jieba's tables
+        # wait for its first Chinese page (analyze_within), as in a worker: loaded first, they
+        # kept an English first page waiting.
+        if workers > 0:
+            self._bridge.submit(warm_up, features)
 
     def _start(self) -> Executor:
         if self.workers <= 0:
@@ -224,12 +227,6 @@ class WorkerPool:
         for process in waiting.values():  # stuck where no thread of its own can run
             with contextlib.suppress(OSError):
                 os.kill(process.pid, signal.SIGKILL)
-
-
-def _warm_bridge(features: FeatureSettings) -> None:
-    """Load the extractor, the English IDF table and jieba's tables in the bridge thread."""
-    warm_up(features)
-    load_chinese()
 
 
 def _bridgeable(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
