@@ -157,7 +157,7 @@ def analyze_text(
     if stripped.template_text:
         analysis = Analysis(None, "template-text")
     else:
-        analysis = _fingerprint(stripped.text.strip(), min_length, features)
+        analysis = _fingerprint(stripped.text.strip(), min_length, features, headline)
     recheck = None
     if site is not None and analysis.fingerprint is not None and site.young():
         recheck = Recheck(text, headline)
@@ -172,13 +172,17 @@ def analyze_text(
     )
 
 
-def _fingerprint(text: str, min_length: int, features: FeatureSettings) -> Analysis:
+def _fingerprint(
+    text: str, min_length: int, features: FeatureSettings, headline: str = ""
+) -> Analysis:
     if not text:
         return Analysis(None, "no-text")
     size = len(normalize(text))
     if size < TINY_TEXT:
         return Analysis(None, "tiny-text")
-    kept = Units.of(sentences(text))  # sorted once, in the worker: the store reads arrays
+    kept = Units.of(
+        sentences(text, headline)
+    )  # sorted once, in the worker: the store reads arrays
     if size < min_length:
         exact = exact_fingerprint(text)
         return Analysis(exact, signature=exact, sentences=kept)

@@ -28,7 +28,8 @@ def exact_fingerprint(text: str, *, digits: bool = True) -> int:
 
 
 #: A page's sentence units (see :func:`sentences`): (64-bit hash of a normalized sentence,
-#: clause or word shingle, its letters), distinct.
+#: clause or word shingle, its letters; or of a brief's shingle keyed by its headline, 0),
+#: distinct.
 Sentences = tuple[tuple[int, int], ...]
 
 #: Pages whose units weigh under this many letters are recorded under all of them
@@ -100,14 +101,26 @@ _CHARACTER_TOKEN = re.compile(f"[{_CHARACTER_SCRIPTS}]")
 #: Seed of the shingle hashes (never equal to a sentence's or a page's exact hash by
 #: construction).
 _SHINGLE_SEED = 0x6E64_7368_696E_676C
+#: Seed of a brief's shingles keyed by its headline (:func:`brief_shingles`).
+_BRIEF_SEED = 0x6E64_6272_6965_6673
+#: The top byte set in a brief's shingle hashes: they come after its sentences (whose hashes
+#: reach it once in 256), looked up and sketched after them.
+_AFTER = 0xFF << 56
+#: A brief with a headline keeps this many of its shingles keyed by it (those with the
+#: smallest hashes): a bottom-k sample of each, compared by store/base.BRIEF_SHARED.
+BRIEF_SHINGLES = 16
+#: Chinese numerals a brief's shingles read as digits (a copy writes 三 as 3, or the other
+#: way round): the numerals of 0-9, 两 as 2.
+_NUMERALS = str.maketrans("〇零一二三四五六七八九两", "001234567892")
 
 
-def sentences(text: str) -> Sentences:
+def sentences(text: str, headline: str = "") -> Sentences:
     """The units a page is matched by, as (hash, letters), distinct: at most PROBE_SENTENCES
     of them (the smallest hashes). A page of SHINGLE_PAGE_LETTERS sentence letters or more
-    gives its word shingles (:func:`shingles`); a shorter one its normalized sentences of at
-    least SENTENCE_MIN_LETTERS letters (ending as sentences end), those of
-    CLAUSE_SENTENCE_LETTERS or more cut into their clauses (see _CLAUSE_END)."""
+    gives its word shingles (:func:`shingles`); a shorter one (a brief) its normalized
+    sentences of at least SENTENCE_MIN_LETTERS letters (ending as sentences end), those of
+    CLAUSE_SENTENCE_LETTERS or more cut into their clauses (see _CLAUSE_END), and with a
+    ``headline`` its :func:`brief_shingles`."""
     parts = [p for p in _parts(text) if len(normalize(p)) >= SENTENCE_MIN_LETTERS]
     if sum(len(normalize(p, digits=False)) for p in parts) >= SHINGLE_PAGE_LETTERS:
         return shingles(parts)
@@ -116,10 +129,29 @@ def sentences(text: str) -> Sentences:
         pieces = [normalize(piece) for piece in _CLAUSE_END.split(part)]
         norm = "".join(pieces)
         for unit in _clauses(pieces) if len(norm) >= CLAUSE_SENTENCE_LETTERS else [norm]:
-            found[xxh3_64_intdigest(unit.encode("utf-8", "surrogatepass"), _SENTENCE_SEED)] = len(
-                unit
-            )
-    return tuple(sorted(found.items())[:PROBE_SENTENCES])
+            found[_hash(unit, _SENTENCE_SEED)] = len(unit)
+    kept = sorted(found.items())[: PROBE_SENTENCES - BRIEF_SHINGLES]
+    if parts and normalize(headline):
+        kept += brief_shingles(parts, headline)
+    return tuple(sorted(kept))
+
+
+def brief_shingles(parts: list[str], headline: str) -> list[tuple[int, int]]:
+    """A brief's shingles (:func:`shingles` of its sentences ``parts``, Chinese numerals read
+    as digits), keyed by its ``headline``: the BRIEF_SHINGLES with the smallest hashes, each
+    of 0 letters (they weigh nothing in the shares of sentence letters) and hashed with the
+    top byte set (_AFTER)."""
+    key = normalize(headline)
+    found = {
+        _hash(f"{key} {h:x}", _BRIEF_SEED) | _AFTER: 0
+        for h, _ in shingles([p.translate(_NUMERALS) for p in parts])
+    }
+    return sorted(found.items())[:BRIEF_SHINGLES]
+
+
+def _hash(unit: str, seed: int) -> int:
+    """The 64-bit hash of a unit's text."""
+    return xxh3_64_intdigest(unit.encode("utf-8", "surrogatepass"), seed)
 
 
 def shingles(parts: list[str]) -> Sentences:

@@ -228,3 +228,60 @@ def test_a_long_page_cut_by_a_third_is_held_whole_by_its_original() -> None:
     (shared,) = shared_sentences(copy, holders_of(original, "a", 0))
     assert shared.of_query > 0.9 and 0.5 < shared.of_stored < 0.85
     assert shared.is_copy(0.3)
+
+
+BRIEF = (
+    "市气象台今天发布消息，预计未来三天本市以晴为主。"
+    "周末起有一次降雨过程，请市民注意出行安全。"
+    "各区县已做好防汛准备。"
+)
+#: One light edit in each sentence: a numeral as a digit, a character deleted, one replaced.
+BRIEF_EDITED = (
+    "市气象台今天发布消息，预计未来3天本市以晴为主。"
+    "周末有一次降雨过程，请市民注意出行安全。"
+    "各区县以做好防汛准备。"
+)
+#: The same words told otherwise (a PAWS-X look-alike): the days and the weather swapped.
+BRIEF_LOOK_ALIKE = (
+    "市气象台今天发布消息，预计周末本市以晴为主。"
+    "未来三天起有一次降雨过程，请市民注意出行安全。"
+    "各区县已做好防汛准备。"
+)
+HEADLINE = "本市未来三天以晴为主"
+
+
+def _brief(text: str, headline: str) -> tuple[int | None, tuple[tuple[int, int], ...]]:
+    page = analyze_text(text, 200, FeatureSettings(), None, 1, headline)
+    return page.fingerprint, page.sentences
+
+
+def test_a_brief_edited_in_every_sentence_is_found_under_its_headline(backend: Backend) -> None:
+    """A brief (under SHINGLE_PAGE_LETTERS, an exact-hash fingerprint) shares no sentence with
+    its copy edited in every sentence, but most of its shingles; they count under its headline
+    only: the copy under another headline, or without one, is another page."""
+    fp, units = _brief(BRIEF, HEADLINE)
+    assert sum(n for _, n in units) < SHINGLE_PAGE_LETTERS
+    copy_fp, copy = _brief(BRIEF_EDITED, HEADLINE)
+    assert copy_fp != fp and {u for u in units if u[1]}.isdisjoint(copy)
+
+    async def body() -> None:
+        store = backend.open()
+        assert await store.check_and_add(fp, "a", None, units) is None
+        (match,) = await store.query(copy_fp, 0, None, copy)
+        assert (match.key, match.distance) == ("a", None)
+        for text, headline in ((BRIEF_EDITED, "周末有雨"), (BRIEF_EDITED, "")):
+            other_fp, other = _brief(text, headline)
+            assert await store.query(other_fp, 0, None, other) == []
+        await store.close()
+
+    run(body)
+
+
+def test_a_brief_look_alike_is_apart_under_another_headline_only() -> None:
+    """Shingles of the same words told otherwise are held as a copy's are: under the brief's
+    headline the look-alike would be taken for a copy; under its own, it is another page."""
+    original = holders_of(_brief(BRIEF, HEADLINE)[1], "a", 0)
+    (apart,) = shared_sentences(_brief(BRIEF_LOOK_ALIKE, "周末有雨")[1], original)
+    assert apart.keyed == 0 and not apart.is_copy(0.3)
+    (alike,) = shared_sentences(_brief(BRIEF_LOOK_ALIKE, HEADLINE)[1], original)
+    assert alike.keyed >= 9 and alike.is_copy(0.3)

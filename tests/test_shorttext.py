@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nearDupe.shorttext import CLAUSE_SENTENCE_LETTERS, normalize, sentences
+from nearDupe.shorttext import BRIEF_SHINGLES, CLAUSE_SENTENCE_LETTERS, normalize, sentences
 
 LONG = (
     "市图书馆昨天宣布，总投资约三亿元的新馆将于下月一日正式对外开放，馆内共设阅览座位八百个，"
@@ -71,3 +71,27 @@ def test_a_short_thai_line_without_a_stop_is_its_sentences() -> None:
 def test_dandas_and_other_script_stops_end_sentences() -> None:
     text = "यह पहला वाक्य है। यह दूसरा वाक्य है। শেষ বাক্যটি এখানে।"
     assert len(sentences(text)) == 3
+
+
+BRIEF = (
+    "市气象台今天发布消息，预计未来三天本市以晴为主。周末起有一次降雨过程，请市民注意出行安全。"
+)
+
+
+def test_a_brief_with_a_headline_adds_its_shingles_keyed_by_it() -> None:
+    whole = sentences(BRIEF)
+    assert sorted(n for _, n in whole) == sorted(len(normalize(s)) for s in BRIEF.split("。") if s)
+    units = sentences(BRIEF, "本市未来三天以晴为主")
+    # Its whole sentences first, then BRIEF_SHINGLES shingles of 0 letters, top byte set.
+    assert units[: len(whole)] == whole
+    keyed = units[len(whole) :]
+    assert len(keyed) == BRIEF_SHINGLES and all(h >> 56 == 0xFF and n == 0 for h, n in keyed)
+    # Chinese numerals are read as digits: a copy writing 三 as 3 keeps every shingle.
+    assert sentences(BRIEF.replace("三天", "3天"), "本市未来三天以晴为主")[len(whole) :] == keyed
+    # Under another headline, other shingles.
+    assert set(sentences(BRIEF, "周末有雨")[len(whole) :]).isdisjoint(keyed)
+
+
+def test_a_hostile_headline_keys_shingles() -> None:
+    units = sentences(BRIEF, "\ud800标题\x00")
+    assert sum(1 for _, n in units if n == 0) == BRIEF_SHINGLES

@@ -67,6 +67,12 @@ SENTENCE_CONTAINED = 0.55
 #: stories sharing a sentence came no closer than 7-9 bits on the tune half.
 CLOSE_BITS = 6
 CLOSE_CONTAINED = 0.4
+#: A brief (a page under shorttext.SHINGLE_PAGE_LETTERS sentence letters, one or two
+#: sentences) with a headline is also a copy of a stored page whose sketch holds this share
+#: of its shingles keyed by that headline (shorttext.brief_shingles): a brief edited in every
+#: sentence shares no sentence but most shingles, while texts of the same words told
+#: otherwise (PAWS-X pairs) hold as many (docs/quality.md): the headline keeps them apart.
+BRIEF_SHARED = 0.55
 #: A sentence is recorded for at most this many pages: one on more is template text, and the
 #: lookups of a page that has it stay bounded.
 SENTENCE_HOLDERS = 16
@@ -188,6 +194,10 @@ class SharedSentences:
     count: int
     #: The Hamming distance of the two fingerprints (None: the query's is not known).
     distance: int | None = None
+    #: Of a query that is a brief with a headline: how many of its shingles keyed by it
+    #: (shorttext.brief_shingles) the stored page's sketch holds, and how many it has.
+    keyed: int = 0
+    keyed_of: int = 0
 
     @property
     def of_both(self) -> float:
@@ -199,11 +209,18 @@ class SharedSentences:
         least ``share`` of both pages (twice that when they are one sentence: a quote, a stock
         line, the same opening are weak evidence) and SENTENCE_CONTAINED of one of them (a
         copy holds most of the page it copies; two articles sharing template text each have
-        their own), CLOSE_CONTAINED when their fingerprints are within CLOSE_BITS."""
+        their own), CLOSE_CONTAINED when their fingerprints are within CLOSE_BITS. Or, for a
+        brief, when the stored page holds BRIEF_SHARED of its shingles keyed by its headline."""
+        if self.keyed_of and self.keyed >= BRIEF_SHARED * self.keyed_of:
+            return True
         needed = share if self.count > 1 else min(1.0, 2 * share)
         close = self.distance is not None and self.distance <= CLOSE_BITS
         contained = CLOSE_CONTAINED if close else SENTENCE_CONTAINED
-        return self.of_both >= needed and max(self.of_query, self.of_stored) >= contained
+        return (
+            self.count > 0
+            and self.of_both >= needed
+            and max(self.of_query, self.of_stored) >= contained
+        )
 
 
 def shared_sentences(
@@ -222,6 +239,7 @@ def shared_sentences(
             strict=True,
         )
     )
+    keyed = set(tails_of(units.hashes)[units.letters == 0].tolist())
     found: dict[tuple[str, int], SharedSentences | None] = {}
     for holder in holders:
         page = holder.key, holder.fingerprint
@@ -229,14 +247,17 @@ def shared_sentences(
             continue
         sketch = holder.sketch
         tails = set(np.frombuffer(sketch.tails, dtype=_TAIL).tolist())
-        shared = [mine[tail] for tail in tails if tail in mine]
-        if not shared:
+        shared = [mine[tail] for tail in tails if mine.get(tail)]
+        told = len(keyed & tails)
+        if not shared and not told:
             found[page] = None
             continue
-        of_stored = min(1.0, sum(shared) / sketch.sketched)
-        of_query = min(1.0, of_stored * sketch.letters / total)
+        of_stored = min(1.0, sum(shared) / sketch.sketched) if sketch.sketched else 0.0
+        of_query = min(1.0, of_stored * sketch.letters / total) if total else 0.0
         distance = None if fingerprint is None else hamming(fingerprint, holder.fingerprint)
-        found[page] = SharedSentences(*page, of_query, of_stored, len(shared), distance)
+        found[page] = SharedSentences(
+            *page, of_query, of_stored, len(shared), distance, told, len(keyed)
+        )
     return [s for s in found.values() if s is not None]
 
 
