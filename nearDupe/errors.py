@@ -26,6 +26,10 @@ class IndexAccessDenied(NearDupeError):
     TLS certificate that does not verify. A setting to fix, not an outage to wait out."""
 
 
+class RedisClientMissing(NearDupeError):
+    """A Redis index was asked for where the redis client is not installed."""
+
+
 class StoreUnavailable(NearDupeError):
     """The shared store (Redis) cannot be reached right now."""
 

@@ -3,6 +3,9 @@ a non-zero exit, no traceback; and nothing of nearDupe's dependencies floods the
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,7 @@ from scrapy.settings import Settings
 
 from nearDupe._settings import Config, unknown_settings
 from nearDupe.errors import SettingsError
-from tests.crawl import assert_refused_at_start, run_crawl
+from tests.crawl import ROOT, assert_refused_at_start, run_crawl
 from tests.mockserver import MockServer
 from tests.redis_server import free_port
 from tests.site import build_site
@@ -160,3 +163,26 @@ def test_the_first_pages_are_analysed_while_the_workers_start(tmp_path: Path) ->
     assert result.returncode == 0, result.log[-3000:]
     assert result.stats.get("neardupe/responses/before_workers", 0) >= 1, result.stats
     assert result.stats["neardupe/dropped"] == 3 and result.stats["neardupe/kept"] == 6
+
+
+@pytest.mark.parametrize("command", [["crawl", "demo"], ["neardupe", "stats"]])
+def test_a_redis_index_without_the_redis_client_is_refused_in_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A Redis index where the redis client is not installed (``sys.modules`` says so, as on
+    a machine without ``nearDupe[redis]``): the crawl, or the command, stops with one line
+    naming what to install, and no traceback."""
+    (tmp_path / "sitecustomize.py").write_text('import sys\nsys.modules["redis"] = None\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", *command, "-s", "NEARDUPE_INDEX=redis://127.0.0.1:1/0"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    hint = "pip install 'nearDupe[redis]'"
+    lines = [line for line in result.stderr.splitlines() if hint in line]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]

@@ -13,7 +13,7 @@ from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store import recrawl
 from nearDupe.store.base import IndexHeader, Match, storable_key
 from nearDupe.store.droplog import Drop
-from nearDupe.store.location import is_redis_url
+from nearDupe.store.location import is_redis_url, redis_client_required
 
 if TYPE_CHECKING:
     from nearDupe.store.embedded import EmbeddedIndex
@@ -195,12 +195,8 @@ class EmbeddedStore:
 def open_store(location: str, header: IndexHeader, **options: Any) -> Store:
     """Open the store at ``location``: ``redis://host:port/db`` or a directory path."""
     if is_redis_url(location):
-        try:
+        with redis_client_required():
             from nearDupe.store.redis import RedisStore
-        except ImportError as exc:
-            raise ImportError(
-                f"a Redis index needs the redis client: pip install 'nearDupe[redis]' ({exc})"
-            ) from exc
         return RedisStore.from_url(location, header, **options)
     from nearDupe.store.embedded import EmbeddedIndex
 

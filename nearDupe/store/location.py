@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from nearDupe.errors import RedisClientMissing
 
 #: Index locations with these schemes are a shared Redis; anything else is a directory.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -36,3 +40,17 @@ def public_location(location: str) -> str:
         safe="*",
     )
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+@contextmanager
+def redis_client_required() -> Iterator[None]:
+    """Around the Redis backend's import: the redis client's absence becomes one clear
+    :class:`~nearDupe.errors.RedisClientMissing`."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "redis":
+            raise
+        raise RedisClientMissing(
+            "a Redis index needs the redis client: pip install 'nearDupe[redis]'"
+        ) from None

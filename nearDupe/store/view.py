@@ -8,7 +8,7 @@ from nearDupe.shorttext import Sentences
 from nearDupe.sitetemplate import SiteTemplate
 from nearDupe.store.base import Holder, IndexHeader
 from nearDupe.store.droplog import Drop
-from nearDupe.store.location import is_redis_url
+from nearDupe.store.location import is_redis_url, redis_client_required
 from nearDupe.store.recrawl import Version
 
 
@@ -63,7 +63,8 @@ def open_view(location: str, header: IndexHeader, **options: Any) -> ReadOnlyInd
     """The index at ``location`` (a directory or ``redis://``), read-only; ``header`` and
     ``options`` (those of ``open_store``) are a Redis index's, an embedded one has its own."""
     if is_redis_url(location):
-        from nearDupe.store.redis_view import RedisView
+        with redis_client_required():
+            from nearDupe.store.redis_view import RedisView
 
         return RedisView(location, header, **options)
     from nearDupe.store.embedded_view import EmbeddedView
