@@ -180,9 +180,8 @@ def _fingerprint(
     size = len(normalize(text))
     if size < TINY_TEXT:
         return Analysis(None, "tiny-text")
-    kept = Units.of(
-        sentences(text, headline)
-    )  # sorted once, in the worker: the store reads arrays
+    # Sorted once, here in the worker: the store's rules read the arrays.
+    kept = Units.of(sentences(text, headline))
     if size < min_length:
         exact = exact_fingerprint(text)
         return Analysis(exact, signature=exact, sentences=kept)

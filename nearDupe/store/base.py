@@ -231,15 +231,10 @@ def shared_sentences(
     share of the page (exact for a page of up to SKETCH_SENTENCES sentences)."""
     units = Units.of(query)
     total = letters(units)
+    own = tails_of(units.hashes)
     by_letters = np.argsort(units.letters, kind="stable")  # the most letters of a tail last
-    mine = dict(
-        zip(
-            tails_of(units.hashes)[by_letters].tolist(),
-            units.letters[by_letters].tolist(),
-            strict=True,
-        )
-    )
-    keyed = set(tails_of(units.hashes)[units.letters == 0].tolist())
+    mine = dict(zip(own[by_letters].tolist(), units.letters[by_letters].tolist(), strict=True))
+    keyed = set(own[units.letters == 0].tolist())
     found: dict[tuple[str, int], SharedSentences | None] = {}
     for holder in holders:
         page = holder.key, holder.fingerprint
